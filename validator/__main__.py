@@ -1,0 +1,3 @@
+from validator._cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,32 @@
+# Strategy: one small exception hierarchy.  Every exception the package lets
+# escape derives from StcheckError; bad input bytes never raise, they produce
+# findings.  Only the caller's own mistakes (a bad argument) and I/O failures
+# raise, plus the explicit raising entry points.
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from validator._findings import Report
+
+
+class StcheckError(Exception):
+    """Base class of every exception stcheck raises on purpose."""
+
+
+class SourceError(StcheckError):
+    """The source could not be read: a missing file, a permission error, a
+    directory, or an object that is neither a path, bytes nor a binary file."""
+
+
+class InvalidFileError(StcheckError):
+    """A file failed validation; ``report`` holds the findings."""
+
+    def __init__(self, report: Report) -> None:
+        self.report = report
+        first = report.first_error
+        where = report.path or "<bytes>"
+        detail = first.format(where) if first is not None else where
+        count = len(report.errors)
+        more = f" (and {count - 1} more)" if count > 1 else ""
+        super().__init__(f"invalid safetensors file: {detail}{more}")

@@ -1,0 +1,172 @@
+# Strategy: the value types that cross the public boundary.  A Finding is one
+# problem at one place; a Report is everything one validation learned.  Both
+# are frozen so they can be shared, hashed and compared in tests.
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from validator._dtypes import DTYPE_BITS
+from validator._rules import Profile, Rule, Severity
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem found in a file.
+
+    ``offset`` is the absolute byte offset in the file (for a JSON problem, the
+    offset of the offending token; for a layout problem, the offset in the
+    data region), or None where no single place applies.  ``json_path`` is a
+    JSON Pointer into the header where the problem sits in the header.
+    """
+
+    rule: Rule
+    message: str
+    offset: int | None = None
+    tensor: str | None = None
+    json_path: str | None = None
+
+    @property
+    def code(self) -> str:
+        """The rule's stable code, such as ``ST206``."""
+        return self.rule.code
+
+    @property
+    def slug(self) -> str:
+        """The rule's kebab-case name, such as ``json-depth``."""
+        return self.rule.slug
+
+    @property
+    def severity(self) -> Severity:
+        """The rule's severity."""
+        return self.rule.severity
+
+    def format(self, path: str = "<bytes>") -> str:
+        """Render as ``path:offset: CODE slug message``, the form editors parse."""
+        where = "" if self.offset is None else str(self.offset)
+        return f"{path}:{where}: {self.code} {self.slug} {self.message}"
+
+    def to_json(self) -> dict[str, Any]:
+        """The finding as a JSON-ready dict (see ``spec/report.schema.json``)."""
+        return {
+            "rule": self.slug,
+            "code": self.code,
+            "severity": self.severity.value,
+            "offset": self.offset,
+            "tensor": self.tensor,
+            "json_path": self.json_path,
+            "message": self.message,
+        }
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """One tensor entry of a parsed header."""
+
+    dtype: str
+    shape: tuple[int, ...]
+    data_offsets: tuple[int, int]
+
+    @property
+    def begin(self) -> int:
+        """Start of the tensor relative to the data region."""
+        return self.data_offsets[0]
+
+    @property
+    def end(self) -> int:
+        """End (exclusive) of the tensor relative to the data region."""
+        return self.data_offsets[1]
+
+    @property
+    def nbytes(self) -> int:
+        """Length of the declared byte range."""
+        return self.data_offsets[1] - self.data_offsets[0]
+
+    @property
+    def numel(self) -> int:
+        """Number of elements (1 for a scalar)."""
+        n = 1
+        for dim in self.shape:
+            n *= dim
+        return n
+
+    @property
+    def bits(self) -> int:
+        """Bits per element."""
+        return DTYPE_BITS[self.dtype]
+
+    def to_json(self) -> dict[str, Any]:
+        """The entry as it appears in a header."""
+        return {"dtype": self.dtype, "shape": list(self.shape), "data_offsets": list(self.data_offsets)}
+
+
+@dataclass(frozen=True)
+class Report:
+    """The result of validating one file.
+
+    ``findings`` are in check order: for the ``reference`` profile the first
+    error is the one safetensors 0.8.0 raises.  ``tensors`` (name to entry,
+    last definition winning, as in the reference) and ``metadata`` are set when
+    the header parsed; entries that failed their own checks are left out.
+    """
+
+    profile: Profile
+    findings: tuple[Finding, ...]
+    file_size: int
+    header_size: int | None = None
+    tensors: Mapping[str, TensorInfo] | None = None
+    metadata: Mapping[str, str] | None = None
+    path: str | None = None
+
+    @property
+    def valid(self) -> bool:
+        """True when no finding is an error."""
+        return not any(f.severity is Severity.ERROR for f in self.findings)
+
+    @property
+    def errors(self) -> tuple[Finding, ...]:
+        """The error findings, in check order."""
+        return tuple(f for f in self.findings if f.severity is Severity.ERROR)
+
+    @property
+    def warnings(self) -> tuple[Finding, ...]:
+        """The warning findings, in check order."""
+        return tuple(f for f in self.findings if f.severity is Severity.WARNING)
+
+    @property
+    def first_error(self) -> Finding | None:
+        """The first error in check order, or None."""
+        return next((f for f in self.findings if f.severity is Severity.ERROR), None)
+
+    @property
+    def reference_error(self) -> str | None:
+        """The safetensors 0.8.0 error class of the first error, or None.
+
+        Under the ``reference`` profile this is the class that
+        ``safetensors.deserialize`` raises for the same bytes.
+        """
+        first = self.first_error
+        return None if first is None else first.rule.reference_error
+
+    @property
+    def data_start(self) -> int | None:
+        """Absolute offset where the data region begins (8 + header size)."""
+        return None if self.header_size is None else 8 + self.header_size
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as a JSON-ready dict (see ``spec/report.schema.json``)."""
+        return {
+            "path": self.path,
+            "valid": self.valid,
+            "profile": self.profile.value,
+            "file_size": self.file_size,
+            "header_size": self.header_size,
+            "findings": [f.to_json() for f in self.findings],
+            "tensors": None
+            if self.tensors is None
+            else {name: info.to_json() for name, info in self.tensors.items()},
+            "metadata": None if self.metadata is None else dict(self.metadata),
+        }

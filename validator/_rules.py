@@ -1,0 +1,130 @@
+# Strategy: the rule catalogue is data.  Every check in the package names a
+# slug from this table; the table is the single source for codes, severities,
+# the profiles a rule applies to, the reference (safetensors 0.8.0) error class
+# a rule maps to, and the anchor of its section in spec/SPEC.md.  Nothing else
+# in the package hard-codes a code or a severity.
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Final
+
+
+class Severity(enum.Enum):
+    """How bad a finding is: errors make a file invalid, warnings do not."""
+
+    ERROR = "error"
+    WARNING = "warning"
+
+
+class Profile(enum.Enum):
+    """Which rule set a validation applies.
+
+    ``REFERENCE`` accepts exactly what ``safetensors==0.8.0`` accepts.
+    ``STRICT`` (the default) also enforces the written spec and rejects every
+    construct on which implementations disagree.
+    """
+
+    STRICT = "strict"
+    REFERENCE = "reference"
+
+
+BOTH: Final = frozenset({Profile.STRICT, Profile.REFERENCE})
+STRICT_ONLY: Final = frozenset({Profile.STRICT})
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One entry of the rule catalogue."""
+
+    code: str
+    slug: str
+    title: str
+    severity: Severity
+    profiles: frozenset[Profile]
+    reference_error: str | None
+    region: str
+
+    @property
+    def anchor(self) -> str:
+        """The anchor of this rule's section in ``spec/SPEC.md``."""
+        return self.slug
+
+    def applies_to(self, profile: Profile) -> bool:
+        """Whether the rule is checked under ``profile``."""
+        return profile in self.profiles
+
+
+_E = Severity.ERROR
+_W = Severity.WARNING
+
+# code, slug, title, severity, profiles, reference error class, region
+_TABLE: Final[tuple[tuple[str, str, str, Severity, frozenset[Profile], str | None, str], ...]] = (
+    # Length prefix (bytes 0..8).
+    ("ST101", "file-too-small", "file is shorter than the 8-byte length prefix", _E, BOTH, "HeaderTooSmall", "prefix"),
+    ("ST102", "header-too-large", "declared header length exceeds 100,000,000 bytes", _E, BOTH, "HeaderTooLarge", "prefix"),
+    ("ST103", "header-length-exceeds-file", "declared header runs past the end of the file", _E, BOTH, "InvalidHeaderLength", "prefix"),
+    ("ST104", "header-unaligned", "header length is not a multiple of 8", _W, BOTH, None, "prefix"),
+    # Header bytes and JSON text.
+    ("ST201", "header-not-utf8", "header is not valid UTF-8", _E, BOTH, "InvalidHeader", "header"),
+    ("ST202", "header-leading-bytes", "header does not begin with '{'", _E, STRICT_ONLY, None, "header"),
+    ("ST203", "header-padding", "header padding is not 0x20 spaces", _E, STRICT_ONLY, None, "header"),
+    ("ST204", "header-trailing-bytes", "non-whitespace bytes follow the JSON object", _E, BOTH, "InvalidHeaderDeserialization", "header"),
+    ("ST205", "json-syntax", "header is not well-formed JSON", _E, BOTH, "InvalidHeaderDeserialization", "header"),
+    ("ST206", "json-depth", "JSON nesting exceeds 127 levels", _E, BOTH, "InvalidHeaderDeserialization", "header"),
+    ("ST207", "json-number", "number token the reference parser refuses", _E, BOTH, "InvalidHeaderDeserialization", "header"),
+    ("ST208", "json-string", "malformed string: control character, bad escape or lone surrogate", _E, BOTH, "InvalidHeaderDeserialization", "header"),
+    ("ST209", "duplicate-field", "a tensor field or __metadata__ appears twice", _E, BOTH, "InvalidHeaderDeserialization", "header"),
+    ("ST210", "duplicate-key", "a tensor name or metadata key appears twice", _E, STRICT_ONLY, None, "header"),
+    # Header object, metadata and tensor entries.
+    ("ST301", "header-not-object", "header is not a JSON object", _E, BOTH, "InvalidHeaderDeserialization", "entries"),
+    ("ST302", "metadata-invalid", "__metadata__ is not a map of strings to strings", _E, BOTH, "InvalidHeaderDeserialization", "entries"),
+    ("ST303", "metadata-null", "__metadata__ is null", _E, STRICT_ONLY, None, "entries"),
+    ("ST304", "tensor-entry-invalid", "tensor entry is not an object", _E, BOTH, "InvalidHeaderDeserialization", "entries"),
+    ("ST305", "tensor-entry-array", "tensor entry is written as an array", _E, STRICT_ONLY, None, "entries"),
+    ("ST306", "tensor-field-missing", "tensor entry lacks dtype, shape or data_offsets", _E, BOTH, "InvalidHeaderDeserialization", "entries"),
+    ("ST307", "tensor-field-unknown", "tensor entry has a field the spec does not define", _E, STRICT_ONLY, None, "entries"),
+    ("ST308", "dtype-unknown", "dtype is not one of the spec's names", _E, BOTH, "InvalidHeaderDeserialization", "entries"),
+    ("ST309", "dtype-not-string", "dtype is written as a single-key object", _E, STRICT_ONLY, None, "entries"),
+    ("ST310", "shape-invalid", "shape is not an array of unsigned 64-bit integers", _E, BOTH, "InvalidHeaderDeserialization", "entries"),
+    ("ST311", "offsets-invalid", "data_offsets is not a pair of unsigned 64-bit integers", _E, BOTH, "InvalidHeaderDeserialization", "entries"),
+    ("ST312", "tensor-name-suspicious", "tensor name is empty or holds control or bidi characters", _W, BOTH, None, "entries"),
+    # Layout of the data region.
+    ("ST401", "offsets-not-contiguous", "tensor leaves a hole or overlaps another tensor", _E, BOTH, "InvalidOffset", "layout"),
+    ("ST402", "offsets-reversed", "tensor's end offset is before its begin offset", _E, BOTH, "InvalidOffset", "layout"),
+    ("ST403", "size-overflow", "element count or bit size overflows 64 bits", _E, BOTH, "ValidationOverflow", "layout"),
+    ("ST404", "subbyte-misaligned", "sub-byte tensor does not end on a byte boundary", _E, BOTH, "MisalignedSlice", "layout"),
+    ("ST405", "byte-length-mismatch", "data_offsets span differs from the size implied by shape and dtype", _E, BOTH, "TensorInvalidInfo", "layout"),
+    ("ST406", "buffer-trailing-bytes", "bytes follow the last tensor", _E, BOTH, "MetadataIncompleteBuffer", "layout"),
+    ("ST407", "buffer-truncated", "file ends before the last tensor does", _E, BOTH, "MetadataIncompleteBuffer", "layout"),
+    ("ST408", "tensor-unaligned", "tensor's absolute start is not a multiple of its element size", _W, BOTH, None, "layout"),
+)
+
+RULES: Final[tuple[Rule, ...]] = tuple(Rule(*row) for row in _TABLE)
+BY_SLUG: Final = MappingProxyType({rule.slug: rule for rule in RULES})
+BY_CODE: Final = MappingProxyType({rule.code: rule for rule in RULES})
+
+# The error classes of safetensors' Rust `SafeTensorError` that read_metadata
+# can return, in the order read_metadata checks them.
+REFERENCE_ERRORS: Final = (
+    "HeaderTooSmall",
+    "HeaderTooLarge",
+    "InvalidHeaderLength",
+    "InvalidHeader",
+    "InvalidHeaderDeserialization",
+    "InvalidOffset",
+    "ValidationOverflow",
+    "MisalignedSlice",
+    "TensorInvalidInfo",
+    "MetadataIncompleteBuffer",
+)
+
+
+def rule(key: str) -> Rule:
+    """Look a rule up by slug (``"json-depth"``) or code (``"ST206"``)."""
+    found = BY_SLUG.get(key) or BY_CODE.get(key)
+    if found is None:
+        msg = f"unknown rule {key!r}"
+        raise KeyError(msg)
+    return found

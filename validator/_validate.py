@@ -1,0 +1,189 @@
+# Strategy: the public entry points.  The core (`check_buffer`) is given the
+# length prefix, a way to read the header bytes and the file size, and does
+# no I/O of its own; the wrappers below adapt paths, bytes, memoryviews and
+# binary files to it.  Validation reads at most 8 + N bytes (N <= 10^8) and
+# never reads tensor data; the file size comes from fstat.
+from __future__ import annotations
+
+import io
+import os
+import stat
+from typing import IO, TYPE_CHECKING, Union
+
+from validator._check import Checker
+from validator._errors import InvalidFileError, SourceError
+from validator._findings import Report, TensorInfo
+from validator._header import check_header
+from validator._layout import check_layout
+from validator._prefix import PREFIX_LEN, check_prefix
+from validator._rules import Profile
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, IO[bytes]]
+
+
+def _profile(profile: Profile | str) -> Profile:
+    if isinstance(profile, Profile):
+        return profile
+    try:
+        return Profile(profile)
+    except ValueError:
+        msg = f"unknown profile {profile!r}; choose 'strict' or 'reference'"
+        raise ValueError(msg) from None
+
+
+def check_buffer(
+    prefix: bytes,
+    read_header: Callable[[int], bytes],
+    file_size: int,
+    profile: Profile,
+    path: str | None = None,
+) -> Report:
+    """Validate from the first 8 bytes, a header reader and the file size."""
+    out = Checker()
+    n = check_prefix(prefix, file_size, out)
+    table = None
+    if n is not None:
+        header = read_header(n)
+        table = check_header(header, out)
+        if table is not None:
+            check_layout(table.entries, n, file_size, out)
+    findings = tuple(f for f in out.findings if f.rule.applies_to(profile))
+    tensors = None
+    if table is not None:
+        tensors = {
+            e.name: TensorInfo(e.dtype, e.shape, e.offsets)  # type: ignore[arg-type]
+            for e in table.entries.values()
+            if e.ok
+        }
+    return Report(
+        profile=profile,
+        findings=findings,
+        file_size=file_size,
+        header_size=n,
+        tensors=tensors,
+        metadata=None if table is None else table.metadata,
+        path=path,
+    )
+
+
+def _from_buffer(buf: bytes | bytearray | memoryview, profile: Profile, path: str | None) -> Report:
+    view = memoryview(buf).cast("B") if isinstance(buf, memoryview) else memoryview(buf)
+    return check_buffer(
+        bytes(view[:PREFIX_LEN]),
+        lambda n: bytes(view[PREFIX_LEN : PREFIX_LEN + n]),
+        len(view),
+        profile,
+        path,
+    )
+
+
+def _read_exact_fd(fd: int, offset: int, n: int) -> bytes:
+    chunks = []
+    while n > 0:
+        chunk = os.pread(fd, min(n, 1 << 24), offset)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        offset += len(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def _from_fd(fd: int, profile: Profile, path: str | None) -> Report:
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        msg = f"{path or fd}: not a regular file"
+        raise SourceError(msg)
+    size = st.st_size
+    prefix = _read_exact_fd(fd, 0, min(PREFIX_LEN, size))
+
+    def read_header(n: int) -> bytes:
+        header = _read_exact_fd(fd, PREFIX_LEN, n)
+        if len(header) != n:
+            msg = f"{path or fd}: file shrank while it was being read"
+            raise SourceError(msg)
+        return header
+
+    return check_buffer(prefix, read_header, size, profile, path)
+
+
+def _from_stream(stream: IO[bytes], profile: Profile, path: str | None) -> Report:
+    if not stream.seekable():
+        return _from_buffer(stream.read(), profile, path)
+    here = stream.tell()
+    try:
+        size = stream.seek(0, io.SEEK_END)
+        stream.seek(0)
+        prefix = stream.read(PREFIX_LEN)
+
+        def read_header(n: int) -> bytes:
+            stream.seek(PREFIX_LEN)
+            return stream.read(n)
+
+        return check_buffer(prefix, read_header, size, profile, path)
+    finally:
+        stream.seek(here)
+
+
+def validate(source: Source, *, profile: Profile | str = Profile.STRICT) -> Report:
+    """Validate a safetensors file and return a Report.
+
+    ``source`` is a path, ``bytes``/``bytearray``/``memoryview`` of the whole
+    file, or a binary file object (read from its start; its position is
+    restored).  Bad bytes never raise: they produce findings.  Raises
+    SourceError when the source cannot be read, and ValueError for an unknown
+    profile.
+
+    >>> import validator
+    >>> validator.validate(b"\\x02\\x00\\x00\\x00\\x00\\x00\\x00\\x00{}").valid
+    True
+    """
+    prof = _profile(profile)
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return _from_buffer(source, prof, None)
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except OSError as exc:
+            msg = f"{path}: {exc.strerror or exc}"
+            raise SourceError(msg) from exc
+        try:
+            return _from_fd(fd, prof, path)
+        except OSError as exc:
+            msg = f"{path}: {exc.strerror or exc}"
+            raise SourceError(msg) from exc
+        finally:
+            os.close(fd)
+    if hasattr(source, "read"):
+        name = getattr(source, "name", None)
+        path = name if isinstance(name, str) else None
+        try:
+            fileno = source.fileno()
+        except (OSError, AttributeError, io.UnsupportedOperation):
+            fileno = None
+        try:
+            if fileno is not None:
+                return _from_fd(fileno, prof, path)
+            return _from_stream(source, prof, path)
+        except OSError as exc:
+            msg = f"{path or 'stream'}: {exc}"
+            raise SourceError(msg) from exc
+    msg = f"cannot validate a {type(source).__name__}; pass a path, bytes, memoryview or binary file"
+    raise SourceError(msg)
+
+
+def ensure_valid(source: Source, *, profile: Profile | str = Profile.STRICT) -> Report:
+    """Like validate, but raise InvalidFileError when the file is invalid."""
+    report = validate(source, profile=profile)
+    if not report.valid:
+        raise InvalidFileError(report)
+    return report
+
+
+def is_valid(source: Source, *, profile: Profile | str = Profile.STRICT) -> bool:
+    """True when ``source`` has no error findings under ``profile``."""
+    return validate(source, profile=profile).valid
