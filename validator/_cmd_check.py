@@ -1,0 +1,175 @@
+# Strategy: `stcheck check`, `stcheck inspect` and `stcheck rules`: the
+# validator's own commands.  Output goes to stdout, one-line errors about
+# unreadable paths go to stderr, and nothing here imports numpy.
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+from validator._cli import EXIT_ERROR, EXIT_INVALID, EXIT_OK
+from validator._errors import SourceError
+from validator._rules import RULES, Profile
+from validator._validate import validate
+
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Iterator
+
+    from validator._findings import Report
+
+SUFFIX = ".safetensors"
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("check", help="validate files (directories are searched for *.safetensors)")
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument("--profile", choices=[p.value for p in Profile], default="strict")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument("--no-warnings", action="store_true", help="do not print warnings")
+    p.set_defaults(run=run_check)
+
+    p = sub.add_parser("inspect", help="print a file's tensor table and metadata")
+    p.add_argument("path", metavar="FILE")
+    p.add_argument("--profile", choices=[p.value for p in Profile], default="strict")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.set_defaults(run=run_inspect)
+
+    p = sub.add_parser("rules", help="list the rule catalogue")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.set_defaults(run=run_rules)
+
+
+def iter_files(paths: list[str], errors: list[str]) -> Iterator[str]:
+    """Expand directories to the *.safetensors files below them, sorted."""
+    for path in paths:
+        if os.path.isdir(path):
+            found = []
+            for root, dirs, files in os.walk(path, onerror=lambda e: errors.append(f"{e.filename}: {e.strerror}")):
+                dirs.sort()
+                found.extend(os.path.join(root, f) for f in files if f.endswith(SUFFIX))
+            yield from sorted(found)
+        elif os.path.exists(path):
+            yield path
+        else:
+            errors.append(f"{path}: no such file or directory")
+
+
+def report_json(report: Report) -> dict[str, Any]:
+    """One file's entry in the JSON output."""
+    return report.to_json()
+
+
+def run_check(args: argparse.Namespace) -> int:
+    errors: list[str] = []
+    reports: list[Report] = []
+    text = args.format == "text"
+    for path in iter_files(args.paths, errors):
+        try:
+            report = validate(path, profile=args.profile)
+        except SourceError as exc:
+            errors.append(str(exc))
+            continue
+        reports.append(report)
+        if text:
+            for finding in report.findings:
+                if args.no_warnings and finding.severity.value == "warning":
+                    continue
+                sys.stdout.write(finding.format(path) + "\n")
+    for message in errors:
+        print(f"stcheck: {message}", file=sys.stderr)
+    invalid = sum(not r.valid for r in reports)
+    n_err = sum(len(r.errors) for r in reports)
+    n_warn = sum(len(r.warnings) for r in reports)
+    if text:
+        print(
+            f"{len(reports)} file{'s' if len(reports) != 1 else ''} checked ({args.profile}): "
+            f"{len(reports) - invalid} valid, {invalid} invalid; {n_err} errors, {n_warn} warnings"
+            + (f"; {len(errors)} unreadable" if errors else "")
+        )
+    else:
+        from validator import __version__
+
+        doc = {
+            "tool": "stcheck",
+            "version": __version__,
+            "profile": args.profile,
+            "files": [report_json(r) for r in reports],
+            "summary": {
+                "files": len(reports),
+                "valid": len(reports) - invalid,
+                "invalid": invalid,
+                "errors": n_err,
+                "warnings": n_warn,
+                "unreadable": errors,
+            },
+        }
+        json.dump(doc, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    if errors:
+        return EXIT_ERROR
+    return EXIT_INVALID if invalid else EXIT_OK
+
+
+def _fmt_table(rows: list[list[str]], headers: list[str]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    numeric = {3, 4, 5}
+    lines = []
+    for row in [headers, *rows]:
+        cells = [c.rjust(w) if i in numeric and row is not headers else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))]
+        lines.append("  ".join(cells).rstrip())
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def run_inspect(args: argparse.Namespace) -> int:
+    try:
+        report = validate(args.path, profile=args.profile)
+    except SourceError as exc:
+        print(f"stcheck: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    if args.format == "json":
+        json.dump(report_json(report), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return EXIT_OK if report.valid else EXIT_INVALID
+    print(f"{args.path}: {report.file_size} bytes, header {report.header_size} bytes")
+    tensors = report.tensors or {}
+    rows = [
+        [name, t.dtype, "[" + ", ".join(map(str, t.shape)) + "]", str(t.begin), str(t.end), str(t.nbytes)]
+        for name, t in sorted(tensors.items(), key=lambda kv: kv[1].data_offsets)
+    ]
+    print(_fmt_table(rows, ["name", "dtype", "shape", "begin", "end", "bytes"]))
+    print(f"{len(rows)} tensors, {sum(t.nbytes for t in tensors.values())} data bytes")
+    if report.metadata:
+        print("metadata:")
+        for key, value in report.metadata.items():
+            shown = value if len(value) <= 200 else value[:200] + f"... ({len(value)} chars)"
+            print(f"  {key}: {shown}")
+    for finding in report.findings:
+        print(finding.format(args.path))
+    print("valid" if report.valid else f"invalid: {len(report.errors)} errors")
+    return EXIT_OK if report.valid else EXIT_INVALID
+
+
+def run_rules(args: argparse.Namespace) -> int:
+    if args.format == "json":
+        doc = [
+            {
+                "code": r.code,
+                "slug": r.slug,
+                "title": r.title,
+                "severity": r.severity.value,
+                "profiles": sorted(p.value for p in r.profiles),
+                "reference_error": r.reference_error,
+                "anchor": r.anchor,
+            }
+            for r in RULES
+        ]
+        json.dump(doc, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return EXIT_OK
+    for r in RULES:
+        profiles = "both" if len(r.profiles) == 2 else "strict"
+        print(f"{r.code}  {r.slug:26} {r.severity.value:7} {profiles:6} {r.reference_error or '-':29} {r.title}")
+    return EXIT_OK
