@@ -99,6 +99,16 @@ _TABLE: Final[tuple[tuple[str, str, str, Severity, frozenset[Profile], str | Non
     ("ST406", "buffer-trailing-bytes", "bytes follow the last tensor", _E, BOTH, "MetadataIncompleteBuffer", "layout"),
     ("ST407", "buffer-truncated", "file ends before the last tensor does", _E, BOTH, "MetadataIncompleteBuffer", "layout"),
     ("ST408", "tensor-unaligned", "tensor's absolute start is not a multiple of its element size", _W, BOTH, None, "layout"),
+    #
+    # Sharded checkpoints: model.safetensors.index.json (ST5xx).
+    #
+    #
+    #
+    #
+    # Deep scan of tensor contents, integrity and policy (ST6xx).
+    #
+    #
+    #
 )
 
 RULES: Final[tuple[Rule, ...]] = tuple(Rule(*row) for row in _TABLE)
