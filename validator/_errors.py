@@ -30,3 +30,17 @@ class InvalidFileError(StcheckError):
         count = len(report.errors)
         more = f" (and {count - 1} more)" if count > 1 else ""
         super().__init__(f"invalid safetensors file: {detail}{more}")
+
+
+class LoadError(StcheckError):
+    """A valid file could not be loaded as asked: an unknown tensor name, a
+    dtype the chosen framework lacks, or a slice of a packed sub-byte tensor."""
+
+
+class DeviceError(LoadError):
+    """A device is unknown or unavailable, or cannot hold a tensor's dtype."""
+
+
+class WriteError(StcheckError):
+    """Tensors could not be saved: an unsupported dtype, a bad name, tensors
+    that share storage, or an I/O failure."""
