@@ -129,11 +129,18 @@ class SafetensorsFile:
         mapping alive, and it is unmapped when the last of them goes.
         """
         mm, self._mm = self._mm, None
-        if mm is not None:
-            try:
-                mm.close()
-            except BufferError:
-                pass  # views still export the buffer; garbage collection unmaps it
+        if mm is None:
+            return
+        if self.framework == "torch":
+            # torch.frombuffer keeps a reference to the mapping object but no
+            # buffer export, so mmap.close() would not refuse: it would unmap
+            # memory that live tensors point into.  Drop our reference only;
+            # the mapping is unmapped when the last tensor goes.
+            return
+        try:
+            mm.close()
+        except BufferError:
+            pass  # numpy views still export the buffer; garbage collection unmaps it
 
     def __enter__(self) -> SafetensorsFile:
         return self

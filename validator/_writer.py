@@ -91,11 +91,11 @@ def _from_numpy(name: str, arr: Any) -> _Item:  # noqa: ANN401
             raise WriteError(msg)
         data = pack(arr, dtype)
         return _Item(name, dtype, tuple(arr.shape), data, data.nbytes, extent)
+    shape = tuple(arr.shape)  # np.ascontiguousarray turns a 0-d array into 1-d
     if arr.dtype.byteorder == ">":
         arr = arr.astype(arr.dtype.newbyteorder("<"))
-    arr = np.ascontiguousarray(arr)
-    data = arr.reshape(-1).view(np.uint8)
-    return _Item(name, dtype, tuple(arr.shape), data, data.nbytes, extent)
+    data = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
+    return _Item(name, dtype, shape, data, data.nbytes, extent)
 
 
 def _from_torch(name: str, tensor: Any) -> _Item:  # noqa: ANN401
