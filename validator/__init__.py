@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 from validator._errors import InvalidFileError, SourceError, StcheckError
-from validator._errors import DeviceError, LoadError, WriteError
+from validator._errors import DeviceError, InvalidIndexError, LoadError, WriteError
 from validator._findings import Finding, Report, TensorInfo
 from validator._rules import REFERENCE_ERRORS, RULES, Profile, Rule, Severity, rule
 from validator._dtypes import DTYPES, DTYPE_BITS
@@ -25,6 +25,7 @@ __all__ = [
     "RULES",
     "Finding",
     "InvalidFileError",
+    "InvalidIndexError",
     "LoadError",
     "Profile",
     "Report",

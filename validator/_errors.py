@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from validator._findings import Report
+    from validator._index import IndexReport
 
 
 class StcheckError(Exception):
@@ -44,3 +45,15 @@ class DeviceError(LoadError):
 class WriteError(StcheckError):
     """Tensors could not be saved: an unsupported dtype, a bad name, tensors
     that share storage, or an I/O failure."""
+
+
+class InvalidIndexError(StcheckError):
+    """A sharded checkpoint's index failed validation; ``report`` holds the findings."""
+
+    def __init__(self, report: IndexReport) -> None:
+        self.report = report
+        first = report.first_error
+        detail = first.format(report.path) if first is not None else report.path
+        count = len(report.errors)
+        more = f" (and {count - 1} more)" if count > 1 else ""
+        super().__init__(f"invalid sharded checkpoint: {detail}{more}")
