@@ -17,6 +17,7 @@
 # dtype or the caller's cast policy has converted it.
 from __future__ import annotations
 
+import gc
 import mmap
 import os
 import stat
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
     from validator._findings import Report, TensorInfo
     from validator._rules import Profile
 
+# Bytes per element; 0 for the sub-byte dtypes, which are never "misaligned".
+_ELEMENT_BYTES = {name: element_bytes(name) or 0 for name in DTYPE_BITS}
 _FRAMEWORKS = {"numpy": "numpy", "np": "numpy", "torch": "torch", "pt": "torch"}
 _SUBBYTE_POLICIES = ("packed", "unpack")
 
@@ -101,17 +104,26 @@ class SafetensorsFile:
         prof = _profile(profile)
         mm, size = _map(self.path, private=fw == "torch")
         self._mm = mm
-        if mm is None:
-            report = check_buffer(b"", bytes, 0, prof, self.path)
-        else:
-            view = mm
-            report = check_buffer(
-                view[:PREFIX_LEN],
-                lambda n: view[PREFIX_LEN : PREFIX_LEN + n],
-                size,
-                prof,
-                self.path,
-            )
+        # A header of many tensors allocates many small, acyclic containers;
+        # with a large heap (torch imported) each full collection they trigger
+        # costs tens of milliseconds, so collection pauses while validating.
+        paused = gc.isenabled()
+        gc.disable()
+        try:
+            if mm is None:
+                report = check_buffer(b"", bytes, 0, prof, self.path)
+            else:
+                view = mm
+                report = check_buffer(
+                    view[:PREFIX_LEN],
+                    lambda n: view[PREFIX_LEN : PREFIX_LEN + n],
+                    size,
+                    prof,
+                    self.path,
+                )
+        finally:
+            if paused:
+                gc.enable()
         if not report.valid:
             self.close()
             raise InvalidFileError(report)
@@ -186,8 +198,8 @@ class SafetensorsFile:
         return frozenset(name for name, info in self._tensors.items() if self._is_misaligned(info))
 
     def _is_misaligned(self, info: TensorInfo) -> bool:
-        size = element_bytes(info.dtype)
-        return size is not None and size > 1 and info.numel > 0 and (self._data_start + info.begin) % size != 0
+        size = _ELEMENT_BYTES[info.dtype]
+        return size > 1 and (self._data_start + info.begin) % size != 0 and info.numel > 0
 
     # -- tensors ---------------------------------------------------------
 
@@ -228,7 +240,7 @@ class SafetensorsFile:
 
         from validator._dtypes_np import numpy_dtype, unpack
 
-        if DTYPE_BITS[info.dtype] % 8:
+        if not _ELEMENT_BYTES[info.dtype]:
             raw = np.frombuffer(self._buffer(), np.uint8, info.nbytes, start) if info.nbytes else np.empty(0, np.uint8)
             if self.subbyte == "packed":
                 return raw
@@ -251,7 +263,7 @@ class SafetensorsFile:
 
         from validator._dtypes_torch import torch_dtype
 
-        if DTYPE_BITS[info.dtype] % 8:
+        if not _ELEMENT_BYTES[info.dtype]:
             if not info.nbytes:
                 return torch.empty(0, dtype=torch.uint8)
             return torch.frombuffer(self._buffer(), dtype=torch.uint8, count=info.nbytes, offset=start)
@@ -264,7 +276,8 @@ class SafetensorsFile:
         if self._is_misaligned(info):
             raw = torch.frombuffer(self._buffer(), dtype=torch.uint8, count=info.nbytes, offset=start)
             return raw.clone().view(dtype).reshape(info.shape)
-        return torch.frombuffer(self._buffer(), dtype=dtype, count=info.numel, offset=start).reshape(info.shape)
+        flat = torch.frombuffer(self._buffer(), dtype=dtype, count=info.numel, offset=start)
+        return flat if len(info.shape) == 1 else flat.reshape(info.shape)
 
     def _finish(self, name: str, info: TensorInfo, value: Any) -> Any:  # noqa: ANN401
         """Apply the cast policy, check the device can hold the result, move it."""

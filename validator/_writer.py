@@ -24,6 +24,7 @@
 # seeing the old bytes, and nobody ever sees a half-written file.
 from __future__ import annotations
 
+import gc
 import json
 import os
 import tempfile
@@ -68,6 +69,17 @@ def _is_torch(value: object) -> bool:
     return type(value).__module__.startswith("torch") and hasattr(value, "untyped_storage")
 
 
+def _byte_bounds(arr: Any) -> tuple[int, int]:  # noqa: ANN401
+    try:
+        from numpy.lib.array_utils import byte_bounds
+    except ImportError:  # numpy < 2
+        import numpy as np
+
+        byte_bounds = np.byte_bounds  # type: ignore[attr-defined]
+    low, high = byte_bounds(arr)
+    return low, high
+
+
 def _from_numpy(name: str, arr: Any) -> _Item:  # noqa: ANN401
     import numpy as np
 
@@ -79,11 +91,11 @@ def _from_numpy(name: str, arr: Any) -> _Item:  # noqa: ANN401
         raise WriteError(msg)
     extent = None
     if arr.size:
-        try:
-            from numpy.lib.array_utils import byte_bounds
-        except ImportError:  # numpy < 2
-            byte_bounds = np.byte_bounds  # type: ignore[attr-defined]
-        low, high = byte_bounds(arr)
+        if arr.flags.c_contiguous:
+            low = arr.__array_interface__["data"][0]
+            high = low + arr.nbytes
+        else:
+            low, high = _byte_bounds(arr)
         extent = ("cpu", low, high, (arr.dtype.str, arr.shape, arr.strides))
     if dtype in SUBBYTE:
         if (arr.size * DTYPE_BITS[dtype]) % 8:
@@ -170,7 +182,7 @@ def _item(name: str, value: object) -> _Item:
 
 def _shared(items: list[_Item], *, dedupe: bool) -> dict[str, str]:
     """Find inputs whose memory overlaps; return dropped -> kept on dedupe."""
-    placed = sorted((i.extent, i.name) for i in items if i.extent is not None)
+    placed = sorted(((i.extent, i.name) for i in items if i.extent is not None), key=lambda p: (p[0][0], p[0][1]))
     dropped: dict[str, str] = {}
     groups: list[list[tuple[tuple[str, int, int, tuple[Any, ...]], str]]] = []
     end = -1
@@ -287,7 +299,14 @@ def save(
     ``{dropped: kept}``, as ``safetensors.torch.save_model`` does.  Returns
     that ``{dropped: kept}`` map (empty when nothing was dropped).
     """
-    head, items, dropped = serialize_items(tensors, metadata, dedupe=dedupe)
+    # Many tensors make many small objects; see the same pause in _loader.
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        head, items, dropped = serialize_items(tensors, metadata, dedupe=dedupe)
+    finally:
+        if paused:
+            gc.enable()
     target = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(target))  # noqa: PTH100, PTH120
     try:
