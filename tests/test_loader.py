@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -142,7 +143,7 @@ def test_misaligned_tensor_is_copied_once_and_reported(tmp_path):
         assert any(w.slug == "tensor-unaligned" for w in f.report.warnings)
         arr = f.get("b")
         assert arr.tobytes() == raw
-        assert arr.flags.owndata or arr.base is not None and arr.base.flags.owndata
+        assert arr.flags.owndata or (arr.base is not None and arr.base.flags.owndata)
         assert arr.ctypes.data % 4 == 0
         assert not arr.flags.writeable
         assert not np.shares_memory(arr, f.get("a"))
@@ -339,14 +340,14 @@ def test_torch_copy_on_write_never_reaches_the_file(tmp_path):
     torch = pytest.importorskip("torch")
     content = build({"w": ("F32", [4], np.arange(4, dtype="<f4").tobytes())})
     path = write(tmp_path, "cow.safetensors", content)
-    before = os.stat(path).st_mtime_ns
+    before = Path(path).stat().st_mtime_ns
     with validator.open(path, framework="torch") as f:
         t = f.get("w")
         t.add_(10)  # writes the private copy of the page
         assert t.tolist() == [10.0, 11.0, 12.0, 13.0]
         assert f.get("w").tolist() == [10.0, 11.0, 12.0, 13.0]  # same private mapping
-    assert open(path, "rb").read() == content  # noqa: PTH123, SIM115
-    assert os.stat(path).st_mtime_ns == before
+    assert Path(path).read_bytes() == content
+    assert Path(path).stat().st_mtime_ns == before
     with validator.open(path, framework="torch") as f:
         assert f.get("w").tolist() == [0.0, 1.0, 2.0, 3.0]
     assert torch.float32 == t.dtype
@@ -360,7 +361,7 @@ def _anon_kib() -> int:
     raise AssertionError
 
 
-@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs Linux /proc to read anonymous RSS")
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc to read anonymous RSS")
 @pytest.mark.parametrize("framework", ["numpy", "torch"])
 def test_loading_does_not_copy_into_private_memory(tmp_path, framework):
     if framework == "torch":

@@ -39,7 +39,7 @@ def raw_tensor(draw, dtypes=DTYPES):
     bits = DTYPE_BITS[dtype]
     if bits % 8:
         # Sub-byte tensors must fill whole bytes: F4 in pairs, F6 in fours.
-        shape = [*shape, 0] if not shape else shape
+        shape = shape or [0]
         shape[-1] *= 8 // (bits & -bits)
     numel = int(np.prod(shape, dtype=np.int64)) if shape else 1
     data = draw(st.binary(min_size=numel * bits // 8, max_size=numel * bits // 8))
@@ -48,7 +48,7 @@ def raw_tensor(draw, dtypes=DTYPES):
 
 names = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), min_size=0, max_size=8).filter(
     lambda s: s != "__metadata__"
-) | st.sampled_from(["a", "b", "a\"q", "back\\slash", "tab\tline\n", "\x01\x1f\x7f", "\u2028", "é", "\U0001f600"])
+) | st.sampled_from(["a", "b", 'a"q', "back\\slash", "tab\tline\n", "\x01\x1f\x7f", "\u2028", "é", "\U0001f600"])
 
 
 def tensor_dicts(dtypes=DTYPES):
@@ -101,7 +101,7 @@ def test_bytes_identical_to_safetensors_serialize(tmp_path_factory, tensors, met
 @given(tensors=tensor_dicts(), metadata=small_metadata)
 def test_ours_to_safetensors_load_bit_exact(tmp_path_factory, tensors, metadata):
     ours = saved(tmp_path_factory.mktemp("w"), tensors, metadata)
-    loaded = {name: view for name, view in safetensors.deserialize(ours)}
+    loaded = dict(safetensors.deserialize(ours))
     assert set(loaded) == set(tensors)
     for name, (dtype, shape, data) in tensors.items():
         assert loaded[name]["dtype"] == dtype
@@ -133,8 +133,8 @@ def test_ours_to_ours_bit_exact_and_idempotent(tmp_path_factory, tensors, metada
     first = saved(tmp, tensors, metadata)
     with validator.open(tmp / "out.safetensors") as f:
         assert f.metadata() == metadata
-        loaded = {name: f.get(name) for name in f.keys()}
-        for name, (dtype, shape, data) in tensors.items():
+        loaded = {name: f.get(name) for name in f}
+        for name, (dtype, _, data) in tensors.items():
             assert raw_of(loaded[name]) == data
             assert f.info(name).dtype == dtype
         # Saving what we loaded writes the same bytes (packed sub-byte tensors
@@ -154,7 +154,7 @@ def test_torch_ours_to_ours_bit_exact(tmp_path_factory, tensors):
     tmp = tmp_path_factory.mktemp("t")
     saved(tmp, tensors)
     with validator.open(tmp / "out.safetensors", framework="torch") as f:
-        loaded = {name: f.get(name) for name in f.keys()}
+        loaded = {name: f.get(name) for name in f}
     for name, (_, shape, data) in tensors.items():
         t = loaded[name]
         assert tuple(t.shape) == tuple(shape)
@@ -164,7 +164,7 @@ def test_torch_ours_to_ours_bit_exact(tmp_path_factory, tensors):
 
 
 def test_metadata_keys_are_sorted_where_the_reference_uses_hash_order(tmp_path):
-    meta = {k: "v" for k in "zmab"}
+    meta = dict.fromkeys("zmab", "v")
     ours = saved(tmp_path, {"t": np.zeros(2, np.float32)}, meta)
     n = int.from_bytes(ours[:8], "little")
     assert ours[8 : 8 + n].startswith(b'{"__metadata__":{"a":"v","b":"v","m":"v","z":"v"},')
@@ -289,7 +289,7 @@ def test_shared_torch_storage_refused(tmp_path):
 def test_bad_inputs_raise_write_error(tmp_path, tensors, metadata, match):
     with pytest.raises(validator.WriteError, match=match):
         validator.save(tensors, tmp_path / "x.safetensors", metadata)
-    assert os.listdir(tmp_path) == []
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_atomic_replace_keeps_old_mapping_intact(tmp_path):
@@ -302,7 +302,7 @@ def test_atomic_replace_keeps_old_mapping_intact(tmp_path):
         np.testing.assert_array_equal(view, old)  # the old inode is still mapped
     with validator.open(path) as f:
         assert (f.get("w") == -1).all()
-    assert os.listdir(tmp_path) == ["model.safetensors"]
+    assert [p.name for p in tmp_path.iterdir()] == ["model.safetensors"]
 
 
 def test_failed_write_leaves_old_file_and_no_temporary(tmp_path, monkeypatch):
@@ -317,7 +317,7 @@ def test_failed_write_leaves_old_file_and_no_temporary(tmp_path, monkeypatch):
     with pytest.raises(validator.WriteError, match="No space left"):
         validator.save({"w": np.ones(4)}, path)
     assert path.read_bytes() == before
-    assert os.listdir(tmp_path) == ["model.safetensors"]
+    assert [p.name for p in tmp_path.iterdir()] == ["model.safetensors"]
 
 
 def test_file_mode_and_fsync(tmp_path):
@@ -325,10 +325,10 @@ def test_file_mode_and_fsync(tmp_path):
     validator.save({"w": np.zeros(2)}, path, fsync=True)
     mask = os.umask(0)
     os.umask(mask)
-    assert os.stat(path).st_mode & 0o777 == 0o666 & ~mask
-    os.chmod(path, 0o600)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~mask
+    path.chmod(0o600)
     validator.save({"w": np.ones(2)}, path)
-    assert os.stat(path).st_mode & 0o777 == 0o600
+    assert path.stat().st_mode & 0o777 == 0o600
 
 
 def test_output_is_deterministic_and_valid(tmp_path):

@@ -20,9 +20,9 @@ __version__ = "0.1.0"
 __all__ = [
     "DTYPES",
     "DTYPE_BITS",
-    "DeviceError",
     "REFERENCE_ERRORS",
     "RULES",
+    "DeviceError",
     "Finding",
     "InvalidFileError",
     "InvalidIndexError",
@@ -61,8 +61,8 @@ def __getattr__(name: str) -> object:
     if target is None:
         msg = f"module 'validator' has no attribute {name!r}"
         raise AttributeError(msg)
-    import importlib
+    from importlib import import_module  # noqa: PLC0415 - only when a lazy name is used
 
-    value = getattr(importlib.import_module(target[0]), target[1])
+    value = getattr(import_module(target[0]), target[1])
     globals()[name] = value
     return value

@@ -48,7 +48,7 @@ CAPABILITIES: Final = MappingProxyType(
             MappingProxyType(
                 {
                     "F64": "MPS has no float64",
-                    **{d: "MPS has no float8 types" for d in _F8},
+                    **dict.fromkeys(_F8, "MPS has no float8 types"),
                     "U16": "MPS has no uint16",
                     "U32": "MPS has no uint32",
                     "U64": "MPS has no uint64",

@@ -68,7 +68,7 @@ def numpy_dtype(dtype: str) -> np.dtype[Any]:
     """The little-endian numpy dtype of a byte-sized safetensors dtype."""
     import numpy as np
 
-    found = np.dtype(_resolve(_NP_NAMES[dtype]))
+    found: np.dtype[Any] = np.dtype(_resolve(_NP_NAMES[dtype]))
     return found.newbyteorder("<") if found.byteorder not in "|<" and found.kind in "biufc" else found
 
 
@@ -78,7 +78,8 @@ def unpacked_dtype(dtype: str) -> np.dtype[Any]:
     import ml_dtypes
     import numpy as np
 
-    return np.dtype(getattr(ml_dtypes, _SUBBYTE_NAMES[dtype]))
+    found: np.dtype[Any] = np.dtype(getattr(ml_dtypes, _SUBBYTE_NAMES[dtype]))
+    return found
 
 
 @functools.cache
@@ -110,7 +111,8 @@ def unpack(raw: npt.NDArray[Any], dtype: str, numel: int) -> npt.NDArray[Any]:
     bits = np.unpackbits(raw, bitorder="little")[: numel * width].reshape(numel, width)
     weights = (1 << np.arange(width, dtype=np.uint8)).astype(np.uint8)
     codes = (bits * weights).sum(axis=1, dtype=np.uint8)
-    return codes.view(unpacked_dtype(dtype))
+    out: npt.NDArray[Any] = codes.view(unpacked_dtype(dtype))
+    return out
 
 
 def pack(values: npt.NDArray[Any], dtype: str) -> npt.NDArray[Any]:

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import json
 import os
-import posixpath
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath, PureWindowsPath
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 from validator._check import Checker
@@ -72,10 +72,6 @@ class IndexReport:
         }
 
 
-class _Duplicate(ValueError):
-    pass
-
-
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     dupes = []
@@ -109,7 +105,7 @@ def _unsafe_shard_name(name: str) -> str | None:
         return "is empty"
     if "\x00" in name or "\\" in name:
         return "holds a NUL or backslash"
-    if posixpath.isabs(name) or os.path.isabs(name) or (len(name) > 1 and name[1] == ":"):
+    if PurePosixPath(name).is_absolute() or PureWindowsPath(name).drive:
         return "is an absolute path"
     if ".." in name.split("/"):
         return "climbs out of the index's directory with '..'"
@@ -237,11 +233,11 @@ def validate_index(
             holders.setdefault(name, []).append(shard)
     total: int | None = 0
     for name, shard in weight_map.items():
-        tensors = usable.get(shard)
-        if tensors is None:
+        held = usable.get(shard)
+        if held is None:
             total = None  # unknowable: the shard is missing or invalid
             continue
-        if name not in tensors:
+        if name not in held:
             elsewhere = [s for s in holders.get(name, []) if s != shard]
             hint = f"; it is in {', '.join(map(repr, elsewhere))}" if elsewhere else ""
             out.add(
@@ -254,7 +250,7 @@ def validate_index(
             total = None
             continue
         if total is not None:
-            total += tensors[name].nbytes
+            total += held[name].nbytes
     for name in sorted(holders):
         shards = holders[name]
         if len(shards) > 1:
@@ -348,7 +344,7 @@ class ShardedFile:
             handle.close()
         self._open.clear()
 
-    def __enter__(self) -> ShardedFile:
+    def __enter__(self) -> ShardedFile:  # noqa: PYI034 - not meant to be subclassed
         return self
 
     def __exit__(self, *exc: object) -> None:

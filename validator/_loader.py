@@ -17,6 +17,7 @@
 # dtype or the caller's cast policy has converted it.
 from __future__ import annotations
 
+import contextlib
 import gc
 import mmap
 import os
@@ -149,12 +150,11 @@ class SafetensorsFile:
             # memory that live tensors point into.  Drop our reference only;
             # the mapping is unmapped when the last tensor goes.
             return
-        try:
+        # numpy views still export the buffer: then garbage collection unmaps it.
+        with contextlib.suppress(BufferError):
             mm.close()
-        except BufferError:
-            pass  # numpy views still export the buffer; garbage collection unmaps it
 
-    def __enter__(self) -> SafetensorsFile:
+    def __enter__(self) -> SafetensorsFile:  # noqa: PYI034 - not meant to be subclassed
         return self
 
     def __exit__(self, *exc: object) -> None:

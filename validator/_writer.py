@@ -24,11 +24,13 @@
 # seeing the old bytes, and nobody ever sees a half-written file.
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import os
 import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from validator._dtypes import DTYPE_BITS, DTYPES
@@ -38,7 +40,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
 _RANK: Final = {name: i for i, name in enumerate(DTYPES)}
-_escape = json.encoder.encode_basestring  # type: ignore[attr-defined]
+_escape = json.encoder.encode_basestring
 
 
 @dataclass
@@ -75,7 +77,7 @@ def _byte_bounds(arr: Any) -> tuple[int, int]:  # noqa: ANN401
     except ImportError:  # numpy < 2
         import numpy as np
 
-        byte_bounds = np.byte_bounds  # type: ignore[attr-defined]
+        byte_bounds = np.byte_bounds  # type: ignore[attr-defined]  # noqa: NPY201 - the numpy < 2 spelling
     low, high = byte_bounds(arr)
     return low, high
 
@@ -128,7 +130,7 @@ def _from_torch(name: str, tensor: Any) -> _Item:  # noqa: ANN401
         shape = (*shape[:-1], shape[-1] * 2) if shape else (2,)
     extent = None
     if tensor.numel():
-        span = sum((size - 1) * stride for size, stride in zip(tensor.shape, tensor.stride())) + 1
+        span = sum((size - 1) * stride for size, stride in zip(tensor.shape, tensor.stride(), strict=True)) + 1
         low = tensor.data_ptr()
         size = tensor.element_size()
         extent = (str(tensor.device), low, low + span * size, (str(tensor.dtype), shape, tuple(tensor.stride())))
@@ -251,12 +253,12 @@ def serialize_items(
         if not hasattr(metadata, "items"):
             msg = f"metadata must be a mapping of str to str, not {type(metadata).__name__}"
             raise WriteError(msg)
-        for key, value in metadata.items():
+        for key, text in metadata.items():
             _check_text(key, "metadata key")
-            _check_text(value, f"metadata value for {key!r}")
+            _check_text(text, f"metadata value for {key!r}")
     items = []
-    for name, value in tensors.items():
-        _check_text(name, "tensor name")
+    for raw_name, value in tensors.items():
+        name = _check_text(raw_name, "tensor name")
         if name == "__metadata__":
             msg = "a tensor cannot be named '__metadata__': readers take that key for the metadata map"
             raise WriteError(msg)
@@ -322,24 +324,20 @@ def save(
                     out.write(item.data)
             out.flush()
             try:
-                mode = os.stat(target).st_mode & 0o7777
+                mode = Path(target).stat().st_mode & 0o7777
             except FileNotFoundError:
                 mode = 0o666 & ~_umask()
             os.fchmod(out.fileno(), mode)
             if fsync:
                 os.fsync(out.fileno())
-        os.replace(tmp, target)
+        Path(tmp).replace(target)
     except OSError as exc:
-        try:
-            os.unlink(tmp)  # noqa: PTH108
-        except OSError:
-            pass
+        with contextlib.suppress(OSError):
+            Path(tmp).unlink()
         msg = f"{target}: {exc.strerror or exc}"
         raise WriteError(msg) from exc
     except BaseException:
-        try:
-            os.unlink(tmp)  # noqa: PTH108
-        except OSError:
-            pass
+        with contextlib.suppress(OSError):
+            Path(tmp).unlink()
         raise
     return dropped

@@ -53,7 +53,7 @@ def _anon_kib() -> int:
     return 0
 
 
-def _touch_np(arr, *, every_byte: bool) -> int:  # noqa: ANN001
+def _touch_np(arr, *, every_byte: bool) -> int:
     import numpy as np
 
     flat = arr.reshape(-1).view(np.uint8)
@@ -62,7 +62,7 @@ def _touch_np(arr, *, every_byte: bool) -> int:  # noqa: ANN001
     return int(flat[::PAGE].sum(dtype=np.uint64))
 
 
-def _touch_torch(t, *, every_byte: bool) -> int:  # noqa: ANN001
+def _touch_torch(t, *, every_byte: bool) -> int:
     import torch
 
     # The same numpy reduction as for numpy arrays (torch's own uint8 sum is
@@ -84,20 +84,20 @@ def child(kind: str, side: str, path: str, out: str) -> dict[str, float]:
     import validator
     import validator._dtypes_np
     import validator._loader
-    import validator._writer  # noqa: F401 - both libraries fully imported before the baseline
+    import validator._writer  # both libraries fully imported before the baseline
 
     touch = _touch_torch if framework == "torch" else _touch_np
     arrays = None
     if kind == "save":
         with validator.open(path) as f:
-            arrays = {name: np.array(f.get(name)) for name in f.keys()}
+            arrays = {name: np.array(f.get(name)) for name in f}
     base_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     base_anon = _anon_kib()
     start = time.perf_counter()
     checksum = 0
     if kind == "first":
         with validator.open(path) as f:
-            name = f.keys()[0]
+            name = next(iter(f))
         start = time.perf_counter()
         if side.startswith("ours"):
             handle = validator.open(path, framework=framework)
@@ -109,7 +109,7 @@ def child(kind: str, side: str, path: str, out: str) -> dict[str, float]:
         every = kind == "all-bytes"
         if side.startswith("ours"):
             handle = validator.open(path, framework=framework)
-            tensors = {name: handle.get(name) for name in handle.keys()}
+            tensors = {name: handle.get(name) for name in handle}
         elif framework == "torch":
             tensors = safetensors.torch.load_file(path)
         else:
