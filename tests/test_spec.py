@@ -388,6 +388,8 @@ def test_report_schema_rejects_malformed_reports(report_schema: dict[str, Any]) 
     finding = good["findings"][0]
     bad_findings = {
         "code_lowercase": {**finding, "code": "st406"},
+        "code_letters": {**finding, "code": "STX01"},
+        "code_four_digits": {**finding, "code": "ST4060"},
         "slug_not_kebab": {**finding, "rule": "Buffer_Trailing"},
         "severity_unknown": {**finding, "severity": "fatal"},
         "offset_negative": {**finding, "offset": -1},
