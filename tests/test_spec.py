@@ -404,3 +404,88 @@ def test_report_schema_rejects_malformed_reports(report_schema: dict[str, Any]) 
     assert not check.is_valid({**good, "profile": "lenient"})
     assert not check.is_valid(_without(good, "valid"))
     assert not check.is_valid({**good, "tensors": {"a": {**entry(), "extra": 1}}})
+
+
+# --- SPEC.md's claims about the reference, checked against safetensors 0.8.0 --
+
+_E = '"dtype":"U8","shape":[1],"data_offsets":[0,1]'
+
+# One file per row of the Deviations table: accepted by the reference,
+# valid under the reference profile, and an error of that rule under strict.
+DEVIATIONS: dict[str, bytes] = {
+    "header-leading-bytes": build("\n{}", pad=False),
+    "header-padding": build("{}\t\r\n", pad=False),
+    "duplicate-key": build('{"a":{' + _E + '},"a":{' + _E + '},"__metadata__":{"k":"1","k":"2"}}', b"\0"),
+    "metadata-null": build('{"__metadata__":null}'),
+    "tensor-entry-array": build('{"t":["U8",[1],[0,1]]}', b"\0"),
+    "tensor-field-unknown": build('{"t":{' + _E + ',"extra":[1,{"x":null}]}}', b"\0"),
+    "dtype-not-string": build('{"t":{"dtype":{"U8":null},"shape":[1],"data_offsets":[0,1]}}', b"\0"),
+}
+
+
+def _reference_error(blob: bytes) -> str | None:
+    """None when safetensors 0.8.0 accepts ``blob``, else its error message."""
+    from safetensors import deserialize
+
+    try:
+        deserialize(blob)
+    except Exception as exc:  # noqa: BLE001 - the reference raises SafetensorError and, on some inputs, others
+        return str(exc)
+    return None
+
+
+def test_deviations_cover_every_strict_only_rule() -> None:
+    assert set(DEVIATIONS) == {r.slug for r in RULES if r.profiles == {Profile.STRICT}}
+
+
+@pytest.mark.parametrize("slug", DEVIATIONS)
+def test_deviation_is_accepted_by_reference_and_rejected_by_strict(slug: str) -> None:
+    pytest.importorskip("safetensors")
+    blob = DEVIATIONS[slug]
+    assert _reference_error(blob) is None
+    assert validator.validate(blob, profile="reference").valid
+    strict = validator.validate(blob, profile="strict")
+    assert [f.slug for f in strict.errors] == [slug] * len(strict.errors)
+    assert strict.errors
+
+
+def _nested(levels_inside_entry: int) -> bytes:
+    # Top-level object (1) + entry object (2) + arrays in an ignored field.
+    deep = "[" * levels_inside_entry + "]" * levels_inside_entry
+    return build('{"t":{' + _E + ',"x":' + deep + "}}", b"\0")
+
+
+# The reference's rejections that SPEC.md documents (JSON limits and the
+# number model), with the rule stcheck reports under both profiles.
+REFERENCE_REJECTS: dict[str, tuple[bytes, str]] = {
+    "depth_128_levels": (_nested(126), "json-depth"),
+    "shape_minus_zero": (build('{"t":{"dtype":"U8","shape":[-0],"data_offsets":[0,0]}}'), "shape-invalid"),
+    "shape_1_0": (build('{"t":{"dtype":"U8","shape":[1.0],"data_offsets":[0,1]}}', b"\0"), "shape-invalid"),
+    "shape_1e0": (build('{"t":{"dtype":"U8","shape":[1e0],"data_offsets":[0,1]}}', b"\0"), "shape-invalid"),
+    "shape_2_pow_64": (build('{"t":{"dtype":"U8","shape":[18446744073709551616],"data_offsets":[0,1]}}', b"\0"), "shape-invalid"),
+    "offsets_1_0": (build('{"t":{"dtype":"U8","shape":[1],"data_offsets":[0,1.0]}}', b"\0"), "offsets-invalid"),
+    "float_overflow_in_ignored_field": (build('{"t":{' + _E + ',"x":1e400}}', b"\0"), "json-number"),
+    "nan_in_ignored_field": (build('{"t":{' + _E + ',"x":NaN}}', b"\0"), "json-number"),
+    "lone_surrogate": (build('{"__metadata__":{"a":"\\ud800"}}'), "json-string"),
+    "nul_padding": (build(b"{}\0", pad=False), "header-trailing-bytes"),
+    "duplicate_field_in_entry": (build('{"t":{"dtype":"U8",' + _E + "}}", b"\0"), "duplicate-field"),
+    "duplicate_metadata_field": (build('{"__metadata__":{},"__metadata__":{}}'), "duplicate-field"),
+}
+
+
+@pytest.mark.parametrize("name", REFERENCE_REJECTS)
+def test_documented_reference_rejection(name: str) -> None:
+    pytest.importorskip("safetensors")
+    blob, slug = REFERENCE_REJECTS[name]
+    assert _reference_error(blob) is not None
+    for profile in ("reference", "strict"):
+        first = validator.validate(blob, profile=profile).first_error
+        assert first is not None
+        assert first.slug == slug
+
+
+def test_depth_127_levels_is_accepted() -> None:
+    pytest.importorskip("safetensors")
+    blob = _nested(125)
+    assert _reference_error(blob) is None
+    assert validator.validate(blob, profile="reference").valid
