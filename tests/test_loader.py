@@ -132,6 +132,22 @@ def test_zero_sized_and_scalar_tensors(tmp_path):
         assert tuple(f.get("scalar").shape) == ()
 
 
+def test_empty_tensor_with_huge_sides(tmp_path):
+    # Valid safetensors (0 elements), but no numpy array has this shape; the
+    # reference's numpy loader raises a bare ValueError here.
+    path = write(tmp_path, "empty_huge_sides.safetensors", build({"e": ("F32", [0, 2**62, 2**62], b"")}))
+    with validator.open(path) as f:
+        with pytest.raises(validator.LoadError, match="'e' is empty but its shape"):
+            f.get("e")
+    torch = pytest.importorskip("torch")
+    with validator.open(path, framework="torch") as f:
+        assert tuple(f.get("e").shape) == (0, 2**62, 2**62)
+        assert f.get("e").dtype == torch.float32
+    path = write(tmp_path, "empty_u64_side.safetensors", build({"e": ("F32", [0, 2**64 - 1], b"")}))
+    with validator.open(path, framework="torch") as f, pytest.raises(validator.LoadError, match="sizes overflow"):
+        f.get("e")
+
+
 def test_misaligned_tensor_is_copied_once_and_reported(tmp_path):
     # A 1-byte tensor first, then an F32 at data offset 1: misaligned by 1.
     raw = sample("F32", 3)

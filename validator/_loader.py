@@ -249,7 +249,10 @@ class SafetensorsFile:
             return out
         dtype = numpy_dtype(info.dtype)
         if info.numel == 0:
-            out = np.empty(info.shape, dtype)
+            try:
+                out = np.empty(info.shape, dtype)
+            except (ValueError, OverflowError):
+                raise self._unrepresentable(info, "numpy") from None
         elif self._is_misaligned(info):
             raw = np.frombuffer(self._buffer(), np.uint8, info.nbytes, start)
             out = raw.copy().view(dtype).reshape(info.shape)
@@ -272,12 +275,29 @@ class SafetensorsFile:
             msg = f"tensor {name!r}: this torch ({torch.__version__}) has no dtype for {info.dtype}"
             raise LoadError(msg)
         if info.numel == 0:
-            return torch.empty(info.shape, dtype=dtype)
+            try:
+                return torch.empty(info.shape, dtype=dtype)
+            except (RuntimeError, TypeError, OverflowError):
+                pass
+            try:
+                # A zero-sized shape with huge other sides is valid safetensors,
+                # but its contiguous strides overflow int64: use zero strides.
+                return torch.empty_strided(info.shape, (0,) * len(info.shape), dtype=dtype)
+            except (RuntimeError, TypeError, OverflowError):
+                raise self._unrepresentable(info, "torch") from None
         if self._is_misaligned(info):
             raw = torch.frombuffer(self._buffer(), dtype=torch.uint8, count=info.nbytes, offset=start)
             return raw.clone().view(dtype).reshape(info.shape)
         flat = torch.frombuffer(self._buffer(), dtype=dtype, count=info.numel, offset=start)
         return flat if len(info.shape) == 1 else flat.reshape(info.shape)
+
+    def _unrepresentable(self, info: TensorInfo, framework: str) -> LoadError:
+        name = next(n for n, i in self._tensors.items() if i is info)
+        msg = (
+            f"tensor {name!r} is empty but its shape {list(info.shape)} has sides too large "
+            f"for a {framework} array (sizes overflow 64 bits)"
+        )
+        return LoadError(msg)
 
     def _finish(self, name: str, info: TensorInfo, value: Any) -> Any:  # noqa: ANN401
         """Apply the cast policy, check the device can hold the result, move it."""

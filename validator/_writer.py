@@ -134,6 +134,8 @@ def _from_torch(name: str, tensor: Any) -> _Item:  # noqa: ANN401
         low = tensor.data_ptr()
         size = tensor.element_size()
         extent = (str(tensor.device), low, low + span * size, (str(tensor.dtype), shape, tuple(tensor.stride())))
+    if not tensor.numel():
+        return _Item(name, dtype, shape, b"", 0, None)
     tensor = tensor.detach()
     if tensor.device.type != "cpu":
         tensor = tensor.cpu()
