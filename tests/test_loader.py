@@ -258,6 +258,19 @@ def test_close_keeps_handed_out_arrays_valid(tmp_path):
     f.close()  # closing twice is harmless
 
 
+def test_close_keeps_handed_out_torch_tensors_valid(tmp_path):
+    # torch.frombuffer holds the mapping object but no buffer export, so an
+    # mmap.close() would unmap memory under live tensors (a segfault).
+    pytest.importorskip("torch")
+    path = write(tmp_path, "close_torch.safetensors", build({"t": ("I32", [3], sample("I32", 3))}))
+    f = validator.open(path, framework="torch")
+    t = f.get("t")
+    f.close()
+    assert bytes(t.numpy()) == sample("I32", 3)
+    with pytest.raises(validator.LoadError, match="closed"):
+        f.get("t")
+
+
 def test_subbyte_packed_default(tmp_path):
     # 3 F4 values fill 1.5 bytes: invalid; 4 values fill 2 bytes.
     path = write(tmp_path, "f4.safetensors", build({"q": ("F4", [2, 2], b"\x21\x43"), "s": ("F6_E2M3", [4], b"\x01\x02\x03")}))
