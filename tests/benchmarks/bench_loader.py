@@ -13,8 +13,9 @@ from a warm page cache.  Reported per file, as medians over --reps runs:
   so that every page is mapped into (ours) or copied into (theirs) the process
   (theirs: safetensors.numpy.load_file / safetensors.torch.load_file).
 - all-bytes: get every tensor and read every byte of it once (a uint8 sum).
-- peak RSS growth (ru_maxrss after the all-pages run minus ru_maxrss after
-  the imports) and anonymous-memory growth (RssAnon from /proc/self/status).
+- peak RSS growth (the peak-RSS mark, VmHWM, reset after the imports with
+  /proc/self/clear_refs, minus the RSS then; ru_maxrss where /proc lacks
+  that) and anonymous-memory growth (RssAnon from /proc/self/status).
   Mapped file pages count in RSS but are page cache shared with every other
   reader; anonymous memory is what a load really costs the machine.
 - save: write the same arrays (ours: validator.save, theirs:
@@ -42,15 +43,38 @@ ROOT = Path(__file__).resolve().parents[2]
 PAGE = 4096
 
 
-def _anon_kib() -> int:
+def _status_kib(field: str) -> int:
     try:
         with open("/proc/self/status") as status:  # noqa: PTH123
             for line in status:
-                if line.startswith("RssAnon:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1])
     except OSError:
         pass
     return 0
+
+
+def _anon_kib() -> int:
+    return _status_kib("RssAnon")
+
+
+def _reset_peak() -> int:
+    """Reset the peak-RSS mark (Linux clear_refs 5) and return the RSS in KiB.
+
+    Without a reset, ru_maxrss keeps the peak reached while importing torch,
+    and a run that stays below it shows no growth at all.  Where the reset is
+    unavailable, fall back to ru_maxrss.
+    """
+    try:
+        with open("/proc/self/clear_refs", "w") as f:  # noqa: PTH123
+            f.write("5")
+        return _status_kib("VmRSS")
+    except OSError:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def _peak_kib() -> int:
+    return _status_kib("VmHWM") or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 def _touch_np(arr, *, every_byte: bool) -> int:
@@ -91,7 +115,7 @@ def child(kind: str, side: str, path: str, out: str) -> dict[str, float]:
     if kind == "save":
         with validator.open(path) as f:
             arrays = {name: np.array(f.get(name)) for name in f}
-    base_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    base_rss = _reset_peak()
     base_anon = _anon_kib()
     start = time.perf_counter()
     checksum = 0
@@ -124,7 +148,7 @@ def child(kind: str, side: str, path: str, out: str) -> dict[str, float]:
         else:
             safetensors.numpy.save_file(arrays, out)
     seconds = time.perf_counter() - start
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base_rss
+    rss = _peak_kib() - base_rss
     anon = _anon_kib() - base_anon
     return {"seconds": seconds, "rss_mib": rss / 1024, "anon_mib": anon / 1024, "checksum": float(checksum)}
 
