@@ -96,11 +96,14 @@ def _reverse() -> dict[Any, str]:
 
 def safetensors_dtype(dtype: np.dtype[Any]) -> str | None:
     """The safetensors name of a numpy dtype (any byte order), or None."""
+    table = _reverse()
+    found = table.get(dtype)
+    if found is not None:
+        return found
     try:
-        key = dtype.newbyteorder("=")
+        return table.get(dtype.newbyteorder("="))
     except (TypeError, ValueError):
-        key = dtype
-    return _reverse().get(key)
+        return None
 
 
 def unpack(raw: npt.NDArray[Any], dtype: str, numel: int) -> npt.NDArray[Any]:

@@ -51,8 +51,11 @@ class _Item:
     data: Any  # a C-contiguous buffer of exactly nbytes bytes
     nbytes: int
     # (address space, first byte, end byte, layout) of the caller's memory,
-    # for the shared-storage check; None when the input cannot alias.
+    # for the shared-storage check; None when the input cannot alias.  An
+    # array that owns its memory gets the space "own" and its id: only the
+    # same object can alias it, unless views are saved too (see _shared).
     extent: tuple[str, int, int, tuple[Any, ...]] | None = None
+    source: Any = None
 
 
 def _check_text(value: object, what: str) -> str:
@@ -82,34 +85,55 @@ def _byte_bounds(arr: Any) -> tuple[int, int]:  # noqa: ANN401
     return low, high
 
 
+_NP: dict[str, Any] = {}
+
+
+def _numpy() -> dict[str, Any]:
+    if not _NP:
+        import numpy as np
+
+        from validator._dtypes_np import SUBBYTE, pack, safetensors_dtype
+
+        _NP.update(np=np, SUBBYTE=SUBBYTE, pack=pack, safetensors_dtype=safetensors_dtype)
+    return _NP
+
+
+def _address(arr: Any) -> tuple[int, int]:  # noqa: ANN401
+    if arr.flags.c_contiguous:
+        low = arr.__array_interface__["data"][0]
+        return low, low + arr.nbytes
+    return _byte_bounds(arr)
+
+
 def _from_numpy(name: str, arr: Any) -> _Item:  # noqa: ANN401
-    import numpy as np
-
-    from validator._dtypes_np import SUBBYTE, pack, safetensors_dtype
-
-    dtype = safetensors_dtype(arr.dtype)
+    mod = _numpy()
+    np = mod["np"]
+    dtype = mod["safetensors_dtype"](arr.dtype)
     if dtype is None:
         msg = f"tensor {name!r}: numpy dtype {arr.dtype} has no safetensors equivalent"
         raise WriteError(msg)
     extent = None
     if arr.size:
-        if arr.flags.c_contiguous:
-            low = arr.__array_interface__["data"][0]
-            high = low + arr.nbytes
+        layout = (arr.dtype.str, arr.shape, arr.strides)
+        if arr.base is None:
+            extent = ("own", id(arr), id(arr) + 1, layout)
         else:
-            low, high = _byte_bounds(arr)
-        extent = ("cpu", low, high, (arr.dtype.str, arr.shape, arr.strides))
-    if dtype in SUBBYTE:
+            low, high = _address(arr)
+            extent = ("cpu", low, high, layout)
+    source = arr
+    if dtype in mod["SUBBYTE"]:
         if (arr.size * DTYPE_BITS[dtype]) % 8:
             msg = f"tensor {name!r}: {arr.size} {dtype} elements do not fill whole bytes"
             raise WriteError(msg)
-        data = pack(arr, dtype)
-        return _Item(name, dtype, tuple(arr.shape), data, data.nbytes, extent)
+        data = mod["pack"](arr, dtype)
+        return _Item(name, dtype, tuple(arr.shape), data, data.nbytes, extent, source)
     shape = tuple(arr.shape)  # np.ascontiguousarray turns a 0-d array into 1-d
     if arr.dtype.byteorder == ">":
         arr = arr.astype(arr.dtype.newbyteorder("<"))
-    data = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
-    return _Item(name, dtype, shape, data, data.nbytes, extent)
+    elif not arr.flags.c_contiguous:
+        arr = np.ascontiguousarray(arr)
+    data = arr.reshape(-1).view(np.uint8)
+    return _Item(name, dtype, shape, data, data.nbytes, extent, source)
 
 
 def _from_torch(name: str, tensor: Any) -> _Item:  # noqa: ANN401
@@ -186,6 +210,14 @@ def _item(name: str, value: object) -> _Item:
 
 def _shared(items: list[_Item], *, dedupe: bool) -> dict[str, str]:
     """Find inputs whose memory overlaps; return dropped -> kept on dedupe."""
+    spaces = {i.extent[0] for i in items if i.extent is not None}
+    if "own" in spaces and "cpu" in spaces:
+        # Views are saved too: they may look into an owner, so compare owners
+        # by address after all.
+        for i in items:
+            if i.extent is not None and i.extent[0] == "own":
+                low, high = _address(i.source)
+                i.extent = ("cpu", low, high, i.extent[3])
     placed = sorted(((i.extent, i.name) for i in items if i.extent is not None), key=lambda p: (p[0][0], p[0][1]))
     dropped: dict[str, str] = {}
     groups: list[list[tuple[tuple[str, int, int, tuple[Any, ...]], str]]] = []
@@ -277,6 +309,32 @@ def serialize_items(
     return len(header).to_bytes(8, "little") + header, items, dropped
 
 
+_SMALL: Final = 1 << 16
+_CHUNK: Final = 1 << 20
+
+
+def _write_data(out: Any, items: list[_Item]) -> None:  # noqa: ANN401 - a binary file
+    """Write the tensors' bytes in order; small ones are joined into ~1 MiB chunks."""
+    pending: list[Any] = []
+    size = 0
+    for item in items:
+        if item.nbytes >= _SMALL:
+            if pending:
+                out.write(b"".join(pending))
+                pending.clear()
+                size = 0
+            out.write(item.data)
+        elif item.nbytes:
+            pending.append(item.data)
+            size += item.nbytes
+            if size >= _CHUNK:
+                out.write(b"".join(pending))
+                pending.clear()
+                size = 0
+    if pending:
+        out.write(b"".join(pending))
+
+
 def save(
     tensors: Mapping[str, object],
     path: str | os.PathLike[str],
@@ -321,9 +379,7 @@ def save(
     try:
         with os.fdopen(fd, "wb", buffering=1 << 20) as out:
             out.write(head)
-            for item in items:
-                if item.nbytes:
-                    out.write(item.data)
+            _write_data(out, items)
             out.flush()
             try:
                 mode = Path(target).stat().st_mode & 0o7777
