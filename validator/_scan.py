@@ -234,10 +234,21 @@ def scan_file(job: Job, options: Options) -> FileResult:
 
 def _scan_into(job: Job, options: Options, result: FileResult) -> None:
     out = Checker()
-    with open(job.path, "rb", buffering=0) as fh:
-        st = os.fstat(fh.fileno())
+    # O_NONBLOCK: opening a FIFO or a device for reading must not wait for a
+    # writer; anything that is not a regular file is refused before a read.
+    fd = os.open(job.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise SourceError(f"{result.path}: not a regular file")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        fh = open(fd, "rb", buffering=0, closefd=True)  # noqa: SIM115 - closed below
+    except BaseException:
+        os.close(fd)
+        raise
+    with fh:
+        st = os.fstat(fh.fileno())
         size = st.st_size
         result.file_size = size
         report = None
@@ -291,7 +302,11 @@ def run_jobs(
     results: list[list[FileResult] | None] = [None] * len(jobs)
 
     def expand(job: Job, result: FileResult) -> list[FileResult]:
-        return [replace(result, path=name, model=model, items=list(result.items)) for name, model in job.names]
+        # A shared blob is read once: its bytes count under its first name only.
+        return [
+            replace(result, path=name, model=model, items=list(result.items), bytes_read=result.bytes_read if k == 0 else 0)
+            for k, (name, model) in enumerate(job.names)
+        ]
 
     sizes = [_size(job.path) for job in jobs]
     if workers <= 1 or len(jobs) <= 1:
