@@ -113,10 +113,15 @@ def fake_hf_cache(root: Path, *, corrupt: bool = True) -> dict[str, bytes]:
     (blobs / config_name).write_bytes(config)
     # Corruption: one byte of the data region flipped after download.
     (blobs / other_name).write_bytes(other[:-1] + bytes([other[-1] ^ 0xFF]) if corrupt else other)
-    for rev, names in (("a" * 40, ["model.safetensors", "config.json"]), ("b" * 40, ["model.safetensors", "sub/other.safetensors"])):
+    for rev, names in (
+        ("a" * 40, ["model.safetensors", "config.json"]),
+        ("b" * 40, ["model.safetensors", "sub/other.safetensors"]),
+    ):
         snap = repo / "snapshots" / rev
         for name in names:
-            target = {"model.safetensors": good_name, "config.json": config_name, "sub/other.safetensors": other_name}[name]
+            target = {"model.safetensors": good_name, "config.json": config_name, "sub/other.safetensors": other_name}[
+                name
+            ]
             link = snap / name
             link.parent.mkdir(parents=True, exist_ok=True)
             depth = name.count("/")

@@ -68,7 +68,9 @@ def test_allowed_dtypes_limits_and_required_metadata(tmp_path, capsys):
 
 def test_a_file_within_the_policy_is_clean(tmp_path, capsys):
     path = write(tmp_path / "ok.safetensors", clean_file())
-    policy = policy_file(tmp_path, 'max_file_size = "1 MiB"\nallowed_dtypes = ["F32"]\nrequired_metadata = ["format"]\n')
+    policy = policy_file(
+        tmp_path, 'max_file_size = "1 MiB"\nallowed_dtypes = ["F32"]\nrequired_metadata = ["format"]\n'
+    )
     rc, doc = scan_json(capsys, "--policy", str(policy), str(path))
     assert rc == 0
     assert doc["files"][0]["findings"] == []
@@ -112,13 +114,23 @@ def test_ignore_keeps_the_finding_marked_suppressed(tmp_path, capsys):
         ('[rules.tensor-all-zero]\nreason = "x"\n', "give 'severity' or 'ignore = true'"),
         ('[rules.no-such-rule]\nignore = true\nreason = "x"\n', "unknown rule 'no-such-rule'"),
         ('[rules.ST601]\nseverity = "fatal"\nreason = "x"\n', "expected 'error' or 'warning'"),
-        ('max_tensor = 3\n', "unknown policy key 'max_tensor'"),
+        ("max_tensor = 3\n", "unknown policy key 'max_tensor'"),
         ('max_file_size = "big"\n', "expected a byte count"),
         ('allowed_dtypes = ["F33"]\n', "unknown dtype 'F33'"),
         ("max_tensors = -1\n", "non-negative integer"),
         ("this is = not toml", "not valid TOML"),
     ],
-    ids=["no-reason", "no-action", "unknown-rule", "bad-severity", "unknown-key", "bad-size", "bad-dtype", "negative", "bad-toml"],
+    ids=[
+        "no-reason",
+        "no-action",
+        "unknown-rule",
+        "bad-severity",
+        "unknown-key",
+        "bad-size",
+        "bad-dtype",
+        "negative",
+        "bad-toml",
+    ],
 )
 def test_malformed_policy_is_a_usage_error(tmp_path, capsys, text, error):
     path = write(tmp_path / "ok.safetensors", clean_file())

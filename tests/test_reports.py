@@ -76,7 +76,15 @@ def test_sarif_validates_against_the_sarif_2_1_0_schema(mixed, capsys):
 def test_sarif_schema_catches_a_broken_log():
     # The vendored schema is strict enough to matter: a result without a
     # message, or a level outside the enum, is rejected.
-    bad = {"version": "2.1.0", "runs": [{"tool": {"driver": {"name": "x"}}, "results": [{"ruleId": "a", "level": "fatal", "message": {"text": "m"}}]}]}
+    bad = {
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {"driver": {"name": "x"}},
+                "results": [{"ruleId": "a", "level": "fatal", "message": {"text": "m"}}],
+            }
+        ],
+    }
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.Draft4Validator(SARIF_SCHEMA).validate(bad)
 

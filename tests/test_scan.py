@@ -62,7 +62,7 @@ def test_summary_table(tmp_path, capsys):
     assert ["errors", "/", "warnings", "0", "/", "3"] in table
     assert ["ST602", "tensor-all-zero", "2"] in table
     assert ["ST603", "data-zero-tail", "1"] in table
-    assert ["bytes", "scanned", "216", "(216", "B,"] == next(row for row in table if row[0] == "bytes")[:5]
+    assert next(row for row in table if row[0] == "bytes")[:5] == ["bytes", "scanned", "216", "(216", "B,"]
 
 
 def test_sha256_match_and_mismatch(tmp_path, capsys):
@@ -151,7 +151,10 @@ def test_hf_cache_dangling_link_is_an_io_error(tmp_path):
     errors: list[str] = []
     jobs = hf_cache_jobs(str(tmp_path), errors)
     assert len(jobs) == 2
-    assert [e.split(":")[0] for e in errors] == ["acme/tiny@aaaaaaaaaaaa/model.safetensors", "acme/tiny@bbbbbbbbbbbb/model.safetensors"]
+    assert [e.split(":")[0] for e in errors] == [
+        "acme/tiny@aaaaaaaaaaaa/model.safetensors",
+        "acme/tiny@bbbbbbbbbbbb/model.safetensors",
+    ]
 
 
 def test_exit_codes(tmp_path, capsys):

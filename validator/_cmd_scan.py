@@ -9,6 +9,8 @@
 # policy's overrides); 1 at least one such finding (or a warning, with
 # --fail-on warning); 2 a usage error, a bad policy or checksum list, or an
 # unreadable file.
+# Paths are str, handled with os.path as in the rest of the package.
+# ruff: noqa: PTH123
 from __future__ import annotations
 
 import argparse
@@ -23,7 +25,17 @@ from validator._integrity import normalise_sha256, read_checksums
 from validator._policy import PolicyError, find_pyproject_policy, load_policy
 from validator._report_formats import FORMATS, render
 from validator._rules import Profile, Severity
-from validator._scan import DEFAULT_CHUNK, Job, Options, default_hf_cache, hf_cache_jobs, iter_paths, run_jobs, stderr_is_tty, total_size
+from validator._scan import (
+    DEFAULT_CHUNK,
+    Job,
+    Options,
+    default_hf_cache,
+    hf_cache_jobs,
+    iter_paths,
+    run_jobs,
+    stderr_is_tty,
+    total_size,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -36,34 +48,49 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "scan",
         help="vet downloads: validate, deep-check contents, verify checksums, apply a policy",
-        description="Scan files and directories (recursively, in parallel) for invalid or suspicious safetensors files.",
+        description="Scan files and directories, recursively and in parallel, for invalid or suspicious files.",
         epilog="Exit codes: 0 clean, 1 findings at error severity, 2 usage or I/O error.",
     )
     p.add_argument("paths", nargs="*", metavar="PATH", help="files or directories (searched for *.safetensors)")
     p.add_argument(
-        "--hf-cache", nargs="?", const="", default=None, metavar="DIR",
+        "--hf-cache",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="DIR",
         help="scan a Hugging Face hub cache (default: $HF_HUB_CACHE or ~/.cache/huggingface/hub) and verify every blob",
     )
-    p.add_argument("--deep", action="store_true", help="stream tensor contents: NaN/Inf, all-zero, embedded payloads, names")
+    p.add_argument(
+        "--deep", action="store_true", help="stream tensor contents: NaN/Inf, all-zero, embedded payloads, names"
+    )
     p.add_argument("--sha256", metavar="HEX", help="expected sha256 of the file (one file only)")
     p.add_argument("--checksums", metavar="FILE", help="expected digests in sha256sum format")
-    p.add_argument("--policy", metavar="FILE.toml", help="policy file (default: [tool.stcheck] of the nearest pyproject.toml)")
+    p.add_argument(
+        "--policy", metavar="FILE.toml", help="policy file (default: [tool.stcheck] of the nearest pyproject.toml)"
+    )
     p.add_argument("--no-config", action="store_true", help="ignore pyproject.toml")
     p.add_argument("--profile", choices=[p.value for p in Profile], default="strict")
     p.add_argument("--format", choices=FORMATS, default="text", help="report format on stdout (default text)")
     p.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE instead of stdout")
     p.add_argument("--sarif", metavar="FILE", help="also write a SARIF 2.1.0 report to FILE")
     p.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report to FILE")
-    p.add_argument("--fail-on", choices=["error", "warning", "never"], default="error", help="what makes the exit code 1")
+    p.add_argument(
+        "--fail-on", choices=["error", "warning", "never"], default="error", help="what makes the exit code 1"
+    )
     p.add_argument("--no-warnings", action="store_true", help="leave warnings out of the text report")
     p.add_argument("--jobs", "-j", type=int, default=0, metavar="N", help="worker processes (default: CPU count)")
     p.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK, metavar="BYTES", help=argparse.SUPPRESS)
-    p.add_argument("--progress", choices=["auto", "always", "never"], default="auto", help="progress bar on stderr (auto: on a terminal)")
+    p.add_argument(
+        "--progress",
+        choices=["auto", "always", "never"],
+        default="auto",
+        help="progress bar on stderr (auto: on a terminal)",
+    )
     p.set_defaults(run=run_scan)
 
 
 def _fail(message: str) -> int:
-    print(f"stcheck scan: {message}", file=sys.stderr)
+    sys.stderr.write(f"stcheck scan: {message}\n")
     return EXIT_ERROR
 
 
@@ -72,7 +99,7 @@ def want_progress(mode: str) -> bool:
     if mode == "never" or (mode == "auto" and not stderr_is_tty()):
         return False
     try:
-        import rich.progress  # noqa: F401
+        import rich.progress  # noqa: F401, PLC0415 - rich is optional, drawn only on a terminal
     except ImportError:
         return False
     return True
@@ -88,8 +115,15 @@ class _NoBar:
 
 class _RichBar:
     def __init__(self, total: int, files: int) -> None:
-        from rich.console import Console
-        from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+        from rich.console import Console  # noqa: PLC0415 - rich is optional and drawn only on a terminal
+        from rich.progress import (  # noqa: PLC0415 - rich is optional and drawn only on a terminal
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+            TransferSpeedColumn,
+        )
 
         self.progress = Progress(
             TextColumn(f"scanning {files} file{'s' if files != 1 else ''}"),
@@ -153,7 +187,9 @@ def run_scan(args: argparse.Namespace) -> int:
         results = run_jobs(jobs, options, workers=workers, progress=advance)
     seconds = time.perf_counter() - started
     policy_name = None if policy is None else policy.source
-    text = render(args.format, results, errors, seconds, profile=args.profile, policy=policy_name, warnings=not args.no_warnings)
+    text = render(
+        args.format, results, errors, seconds, profile=args.profile, policy=policy_name, warnings=not args.no_warnings
+    )
     try:
         if args.output:
             with open(args.output, "w", encoding="utf-8") as fh:
@@ -167,7 +203,7 @@ def run_scan(args: argparse.Namespace) -> int:
     except OSError as exc:
         return _fail(f"cannot write the report: {exc.strerror or exc}")
     for message in errors:
-        print(f"stcheck: {message}", file=sys.stderr)
+        sys.stderr.write(f"stcheck: {message}\n")
     return exit_code(results, errors, args.fail_on)
 
 

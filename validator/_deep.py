@@ -102,9 +102,16 @@ def check_names(tensors: Mapping[str, TensorInfo], metadata: Mapping[str, str] |
     """
     for name in tensors:
         if _TRAVERSAL.search(name):
-            out.add("metadata-suspicious", f"tensor name {name[:80]!r} contains a '..' path component", None, tensor=name)
+            out.add(
+                "metadata-suspicious", f"tensor name {name[:80]!r} contains a '..' path component", None, tensor=name
+            )
         if len(name) > LONG_NAME:
-            out.add("metadata-suspicious", f"tensor name is {len(name)} characters long (limit {LONG_NAME})", None, tensor=name)
+            out.add(
+                "metadata-suspicious",
+                f"tensor name is {len(name)} characters long (limit {LONG_NAME})",
+                None,
+                tensor=name,
+            )
     for key, value in (metadata or {}).items():
         where = "/__metadata__/" + key.replace("~", "~0").replace("/", "~1")
         shown = repr(key[:80])
@@ -112,11 +119,26 @@ def check_names(tensors: Mapping[str, TensorInfo], metadata: Mapping[str, str] |
             out.add("metadata-suspicious", f"metadata {shown} contains a '..' path component", None, json_path=where)
         bad = _CONTROL.search(key) or _CONTROL.search(value)
         if bad is not None:
-            out.add("metadata-suspicious", f"metadata {shown} contains control character {bad.group()!r}", None, json_path=where)
+            out.add(
+                "metadata-suspicious",
+                f"metadata {shown} contains control character {bad.group()!r}",
+                None,
+                json_path=where,
+            )
         if len(key) > LONG_NAME:
-            out.add("metadata-suspicious", f"metadata key is {len(key)} characters long (limit {LONG_NAME})", None, json_path=where)
+            out.add(
+                "metadata-suspicious",
+                f"metadata key is {len(key)} characters long (limit {LONG_NAME})",
+                None,
+                json_path=where,
+            )
         if len(value) > LONG_VALUE:
-            out.add("metadata-suspicious", f"metadata {shown} value is {len(value)} characters long (limit {LONG_VALUE})", None, json_path=where)
+            out.add(
+                "metadata-suspicious",
+                f"metadata {shown} value is {len(value)} characters long (limit {LONG_VALUE})",
+                None,
+                json_path=where,
+            )
 
 
 def head_signature(head: bytes) -> str | None:
@@ -182,7 +204,7 @@ class DeepStats:
 
 def _any_nonzero(buf: npt.NDArray[np.uint8], *, backwards: bool = False) -> int | None:
     """Index of the first (or last) nonzero byte, looking block by block."""
-    import numpy as np
+    import numpy as np  # noqa: PLC0415 - numpy is imported only when a deep scan runs
 
     n = len(buf)
     starts = range(0, n, _BLOCK)
@@ -205,7 +227,7 @@ class DeepScanner:
         tensors: Mapping[str, TensorInfo],
         chunk_size: int,
     ) -> None:
-        import numpy as np
+        import numpy as np  # noqa: PLC0415 - numpy is imported only when a deep scan runs
 
         self._np = np
         self.fd = fd
@@ -346,14 +368,20 @@ class DeepScanner:
                 )
             if not t.nonzero:
                 stats.all_zero_tensors += 1
-                out.add("tensor-all-zero", f"tensor {t.name!r} ({t.dtype}, {nbytes} bytes) is entirely zero", t.begin, tensor=t.name)
+                out.add(
+                    "tensor-all-zero",
+                    f"tensor {t.name!r} ({t.dtype}, {nbytes} bytes) is entirely zero",
+                    t.begin,
+                    tensor=t.name,
+                )
             if t.dtype in BYTE_DTYPES and t.nonzero:
                 what = self._payload(t)
                 if what is not None:
                     stats.embedded += 1
                     out.add(
                         "tensor-embedded-executable",
-                        f"byte tensor {t.name!r} ({t.dtype}, {nbytes} bytes) holds {what}; never unpickle, unzip or run it",
+                        f"byte tensor {t.name!r} ({t.dtype}, {nbytes} bytes) holds {what}; "
+                        "never unpickle, unzip or run it",
                         t.begin,
                         tensor=t.name,
                     )
@@ -397,7 +425,8 @@ class DeepScanner:
         whole = "the whole data region" if run == region else f"the last {run} bytes of the data region"
         out.add(
             "data-zero-tail",
-            f"{whole} ({run} bytes from offset {start}) are zero" + (f", covering {names}" if names else "")
+            f"{whole} ({run} bytes from offset {start}) are zero"
+            + (f", covering {names}" if names else "")
             + "; the download may have been cut short",
             start,
         )

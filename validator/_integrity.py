@@ -6,6 +6,8 @@
 # Digester is fed the file's bytes in order, chunk by chunk, by the same loop
 # that runs the deep checks, so a file is read once; hashlib releases the GIL
 # on large updates, which lets the caller hash in a worker thread.
+# Paths are str, handled with os.path as in the rest of the package.
+# ruff: noqa: PTH100, PTH117, PTH118, PTH119, PTH120, PTH123
 from __future__ import annotations
 
 import hashlib

@@ -7,6 +7,8 @@
 # kept, marked suppressed, never silently dropped.  A policy with an unknown
 # key, an unknown rule or a missing reason is refused (PolicyError) rather
 # than half-applied.
+# Paths are str, handled with os.path as in the rest of the package.
+# ruff: noqa: PTH100, PTH113, PTH118, PTH119, PTH120, PTH123
 from __future__ import annotations
 
 import os
@@ -76,9 +78,28 @@ class ScanItem:
         return doc
 
 
-_SIZE_UNITS: Final = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+_SIZE_UNITS: Final = {
+    "": 1,
+    "B": 1,
+    "KB": 10**3,
+    "MB": 10**6,
+    "GB": 10**9,
+    "TB": 10**12,
+    "KIB": 2**10,
+    "MIB": 2**20,
+    "GIB": 2**30,
+    "TIB": 2**40,
+}
 _KEYS: Final = frozenset(
-    {"max_file_size", "max_header_size", "max_tensors", "allowed_dtypes", "forbidden_dtypes", "required_metadata", "rules"},
+    {
+        "max_file_size",
+        "max_header_size",
+        "max_tensors",
+        "allowed_dtypes",
+        "forbidden_dtypes",
+        "required_metadata",
+        "rules",
+    },
 )
 
 
@@ -120,7 +141,7 @@ def _rule_settings(where: str, value: object) -> dict[str, RuleSetting]:
             raise PolicyError(f"{here}: expected a table with 'reason' and 'severity' or 'ignore'")
         extra = set(body) - {"reason", "severity", "ignore"}
         if extra:
-            raise PolicyError(f"{here}: unknown key {sorted(extra)[0]!r}")
+            raise PolicyError(f"{here}: unknown key {min(extra)!r}")
         reason = body.get("reason")
         if not isinstance(reason, str) or not reason.strip():
             raise PolicyError(f"{here}: every override needs a non-empty 'reason'")
@@ -143,18 +164,24 @@ def parse_policy(doc: Mapping[str, Any], source: str) -> Policy:
     """Build a Policy from a parsed TOML table; raise PolicyError on mistakes."""
     extra = set(doc) - _KEYS
     if extra:
-        raise PolicyError(f"{source}: unknown policy key {sorted(extra)[0]!r}; known keys: {', '.join(sorted(_KEYS))}")
+        raise PolicyError(f"{source}: unknown policy key {min(extra)!r}; known keys: {', '.join(sorted(_KEYS))}")
     required = doc.get("required_metadata", [])
     if not isinstance(required, list) or not all(isinstance(v, str) for v in required):
         raise PolicyError(f"{source}: required_metadata: expected a list of strings")
     max_tensors = doc.get("max_tensors")
-    if max_tensors is not None and (isinstance(max_tensors, bool) or not isinstance(max_tensors, int) or max_tensors < 0):
+    if max_tensors is not None and (
+        isinstance(max_tensors, bool) or not isinstance(max_tensors, int) or max_tensors < 0
+    ):
         raise PolicyError(f"{source}: max_tensors: expected a non-negative integer")
     return Policy(
         max_file_size=None if "max_file_size" not in doc else _size(f"{source}: max_file_size", doc["max_file_size"]),
-        max_header_size=None if "max_header_size" not in doc else _size(f"{source}: max_header_size", doc["max_header_size"]),
+        max_header_size=None
+        if "max_header_size" not in doc
+        else _size(f"{source}: max_header_size", doc["max_header_size"]),
         max_tensors=max_tensors,
-        allowed_dtypes=None if "allowed_dtypes" not in doc else _dtypes(f"{source}: allowed_dtypes", doc["allowed_dtypes"]),
+        allowed_dtypes=None
+        if "allowed_dtypes" not in doc
+        else _dtypes(f"{source}: allowed_dtypes", doc["allowed_dtypes"]),
         forbidden_dtypes=_dtypes(f"{source}: forbidden_dtypes", doc.get("forbidden_dtypes", [])),
         required_metadata=tuple(required),
         rules=_rule_settings(f"{source}: rules", doc.get("rules", {})),
@@ -164,10 +191,10 @@ def parse_policy(doc: Mapping[str, Any], source: str) -> Policy:
 
 def _load_toml(path: str) -> dict[str, Any]:
     if sys.version_info >= (3, 11):
-        import tomllib
+        import tomllib  # noqa: PLC0415 - tomllib/tomli is chosen by Python version
     else:  # pragma: no cover - exercised on 3.10 only
         try:
-            import tomli as tomllib
+            import tomli as tomllib  # noqa: PLC0415 - tomllib/tomli is chosen by Python version
         except ImportError:
             raise PolicyError("reading a policy on Python 3.10 needs the 'tomli' package (pip install tomli)") from None
     try:
@@ -206,8 +233,14 @@ def find_pyproject_policy(start: str = ".") -> Policy | None:
 def check_policy(report: Report, policy: Policy, out: Checker) -> None:
     """Limits, dtypes and required metadata of one validated file."""
     if policy.max_file_size is not None and report.file_size > policy.max_file_size:
-        out.add("policy-file-too-large", f"file is {report.file_size} bytes; the policy allows {policy.max_file_size}", None)
-    if policy.max_header_size is not None and report.header_size is not None and report.header_size > policy.max_header_size:
+        out.add(
+            "policy-file-too-large", f"file is {report.file_size} bytes; the policy allows {policy.max_file_size}", None
+        )
+    if (
+        policy.max_header_size is not None
+        and report.header_size is not None
+        and report.header_size > policy.max_header_size
+    ):
         out.add(
             "policy-header-too-large",
             f"header is {report.header_size} bytes; the policy allows {policy.max_header_size}",
@@ -216,7 +249,11 @@ def check_policy(report: Report, policy: Policy, out: Checker) -> None:
     if report.tensors is None:
         return
     if policy.max_tensors is not None and len(report.tensors) > policy.max_tensors:
-        out.add("policy-too-many-tensors", f"file has {len(report.tensors)} tensors; the policy allows {policy.max_tensors}", None)
+        out.add(
+            "policy-too-many-tensors",
+            f"file has {len(report.tensors)} tensors; the policy allows {policy.max_tensors}",
+            None,
+        )
     for name, info in report.tensors.items():
         forbidden = info.dtype in policy.forbidden_dtypes
         if forbidden or (policy.allowed_dtypes is not None and info.dtype not in policy.allowed_dtypes):

@@ -10,6 +10,8 @@
 # wants a `startLine`, so line 1 is given alongside.  Artifact URIs are
 # relative to the current directory (with uriBaseId %SRCROOT%) when the file
 # lies below it, which is what code scanning maps onto the repository.
+# Paths are str, handled with os.path as in the rest of the package.
+# ruff: noqa: PTH100, PTH109, PTH110
 from __future__ import annotations
 
 import json
@@ -105,7 +107,7 @@ def format_text(results: Sequence[FileResult], errors: Sequence[str], seconds: f
 def to_json_doc(
     results: Sequence[FileResult], errors: Sequence[str], seconds: float, *, profile: str, policy: str | None
 ) -> dict[str, Any]:
-    from validator import __version__
+    from validator import __version__  # noqa: PLC0415 - import cycle: validator/__init__ imports the core
 
     return {
         "tool": "stcheck",
@@ -118,7 +120,9 @@ def to_json_doc(
     }
 
 
-def format_json(results: Sequence[FileResult], errors: Sequence[str], seconds: float, *, profile: str, policy: str | None) -> str:
+def format_json(
+    results: Sequence[FileResult], errors: Sequence[str], seconds: float, *, profile: str, policy: str | None
+) -> str:
     return json.dumps(to_json_doc(results, errors, seconds, profile=profile, policy=policy), indent=2) + "\n"
 
 
@@ -134,7 +138,7 @@ def _uri(path: str) -> tuple[str, str | None]:
 
 
 def to_sarif(results: Sequence[FileResult], errors: Sequence[str]) -> dict[str, Any]:
-    from validator import __version__
+    from validator import __version__  # noqa: PLC0415 - import cycle: validator/__init__ imports the core
 
     index = {rule.slug: i for i, rule in enumerate(RULES)}
     rules = [
@@ -180,7 +184,9 @@ def to_sarif(results: Sequence[FileResult], errors: Sequence[str]) -> dict[str, 
             if item.suppressed is not None:
                 result["suppressions"] = [{"kind": "external", "status": "accepted", "justification": item.suppressed}]
             out_results.append(result)
-    notifications = [{"level": "error", "message": {"text": e}} for e in [*errors, *(r.error for r in results if r.error)] if e]
+    notifications = [
+        {"level": "error", "message": {"text": e}} for e in [*errors, *(r.error for r in results if r.error)] if e
+    ]
     invocation: dict[str, Any] = {"executionSuccessful": not notifications}
     if notifications:
         invocation["toolExecutionNotifications"] = notifications
@@ -224,10 +230,14 @@ def format_junit(results: Sequence[FileResult], errors: Sequence[str], seconds: 
         elif errs:
             failures += 1
             first = errs[0].finding
-            failure = ET.SubElement(case, "failure", message=f"{first.code} {first.slug}: {first.message}", type=first.code)
+            failure = ET.SubElement(
+                case, "failure", message=f"{first.code} {first.slug}: {first.message}", type=first.code
+            )
             failure.text = "\n".join(i.finding.format(r.path) for i in errs)
         out_lines = [f"warning: {i.finding.format(r.path)}" for i in warns]
-        out_lines += [f"suppressed ({i.suppressed}): {i.finding.format(r.path)}" for i in r.items if i.suppressed is not None]
+        out_lines += [
+            f"suppressed ({i.suppressed}): {i.finding.format(r.path)}" for i in r.items if i.suppressed is not None
+        ]
         if r.sha256 is not None:
             out_lines.append(f"sha256 {r.sha256}")
         if out_lines:

@@ -14,6 +14,8 @@
 # LFS file's blob is named by its sha256 and a small git file's blob by its
 # git blob id.  A blob shared by several snapshots is read once and
 # reported under each file that points to it.
+# Paths are str, handled with os.path as in the rest of the package.
+# ruff: noqa: PTH110, PTH111, PTH112, PTH116, PTH118, PTH119, PTH123, PTH208
 from __future__ import annotations
 
 import os
@@ -32,8 +34,11 @@ from validator._rules import Profile, Severity
 from validator._validate import validate
 
 if TYPE_CHECKING:
+    import io
     from collections.abc import Callable, Iterator, Sequence
     from concurrent.futures import Future
+
+    from validator._findings import Finding
 
 SUFFIX: Final = ".safetensors"
 DEFAULT_CHUNK: Final = 16 << 20
@@ -113,7 +118,7 @@ def iter_paths(paths: Sequence[str], errors: list[str]) -> Iterator[str]:
     """Files named, and the *.safetensors files below directories, sorted."""
     for path in paths:
         if os.path.isdir(path):
-            found = []
+            found: list[str] = []
             for root, dirs, files in os.walk(path, onerror=lambda e: errors.append(f"{e.filename}: {e.strerror}")):
                 dirs.sort()
                 found.extend(os.path.join(root, f) for f in files if f.endswith(SUFFIX))
@@ -182,7 +187,7 @@ def hf_cache_jobs(cache: str, errors: list[str]) -> list[Job]:
 
 
 def _read_pass(
-    fh: Any,
+    fh: io.FileIO,
     size: int,
     chunk_size: int,
     digester: Digester | None,
@@ -238,21 +243,22 @@ def _scan_into(job: Job, options: Options, result: FileResult) -> None:
     # writer; anything that is not a regular file is refused before a read.
     fd = os.open(job.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise SourceError(f"{result.path}: not a regular file")
-        if hasattr(os, "set_blocking"):
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+        if regular:
             os.set_blocking(fd, True)
-        fh = open(fd, "rb", buffering=0, closefd=True)  # noqa: SIM115 - closed below
     except BaseException:
         os.close(fd)
         raise
+    if not regular:
+        os.close(fd)
+        raise SourceError(f"{result.path}: not a regular file")
+    fh = open(fd, "rb", buffering=0, closefd=True)  # noqa: SIM115 - the with below closes it
     with fh:
         st = os.fstat(fh.fileno())
         size = st.st_size
         result.file_size = size
         report = None
-        findings = []
+        findings: list[Finding] = []
         if job.validate:
             report = validate(fh, profile=options.profile)
             findings.extend(report.findings)
@@ -270,16 +276,20 @@ def _scan_into(job: Job, options: Options, result: FileResult) -> None:
         want_digest = expected is not None or required
         scanner = None
         if options.deep and report is not None and report.tensors is not None and report.data_start is not None:
-            from validator._deep import DeepScanner, check_names
+            from validator._deep import DeepScanner, check_names  # noqa: PLC0415 - numpy-backed deep checks load only with --deep
 
             check_names(report.tensors, report.metadata, out)
             scanner = DeepScanner(fh.fileno(), size, report.data_start, report.tensors, options.chunk_size)
         digester = None
         if want_digest or scanner is not None:
             digester = Digester(size, git_blob=expected is not None and expected.algorithm == "git-sha1")
-            result.bytes_read = _read_pass(fh, size, options.chunk_size, digester, None if scanner is None else scanner.feed)
+            result.bytes_read = _read_pass(
+                fh, size, options.chunk_size, digester, None if scanner is None else scanner.feed
+            )
             if result.bytes_read != size:
-                raise SourceError(f"{result.path}: file shrank from {size} to {result.bytes_read} bytes while it was read")
+                raise SourceError(
+                    f"{result.path}: file shrank from {size} to {result.bytes_read} bytes while it was read"
+                )
             result.sha256 = digester.sha256()
         if scanner is not None:
             result.deep = scanner.finish(out).to_json()
@@ -304,7 +314,9 @@ def run_jobs(
     def expand(job: Job, result: FileResult) -> list[FileResult]:
         # A shared blob is read once: its bytes count under its first name only.
         return [
-            replace(result, path=name, model=model, items=list(result.items), bytes_read=result.bytes_read if k == 0 else 0)
+            replace(
+                result, path=name, model=model, items=list(result.items), bytes_read=result.bytes_read if k == 0 else 0
+            )
             for k, (name, model) in enumerate(job.names)
         ]
 

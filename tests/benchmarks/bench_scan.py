@@ -69,7 +69,7 @@ def make_file(path: Path, size_mib: int) -> str:
 
 def _hwm_kib(pid: int) -> int | None:
     try:
-        with open(f"/proc/{pid}/status") as fh:
+        with Path(f"/proc/{pid}/status").open() as fh:
             for line in fh:
                 if line.startswith("VmHWM:"):
                     return int(line.split()[1])
@@ -126,7 +126,12 @@ def main() -> int:
     runs.append(("stcheck scan --sha256", [*stcheck, str(path)], env))
     runs.append(("stcheck scan --deep --sha256", [*stcheck, "--deep", str(path)], env))
     if Path(args.modelaudit_path, "modelaudit").is_dir():
-        ma_env = {**os.environ, "PYTHONPATH": args.modelaudit_path, "PROMPTFOO_DISABLE_TELEMETRY": "1", "NO_ANALYTICS": "1"}
+        ma_env = {
+            **os.environ,
+            "PYTHONPATH": args.modelaudit_path,
+            "PROMPTFOO_DISABLE_TELEMETRY": "1",
+            "NO_ANALYTICS": "1",
+        }
         runs.append(("modelaudit scan", [py, "-m", "modelaudit", "scan", "--format", "json", str(path)], ma_env))
     else:
         print(f"modelaudit not found under {args.modelaudit_path}; skipped")
@@ -145,7 +150,9 @@ def main() -> int:
     for name, r in best.items():
         seconds = float(r["seconds"])  # type: ignore[arg-type]
         ratio = "" if base is None else f"{float(base['seconds']) / seconds:.2f}x"  # type: ignore[arg-type]
-        print(f"{name:32} {seconds:8.2f} {mib / seconds:8.0f} {ratio:>13} {float(r['peak_rss_mib']):13.0f} {r['rc']:>3}")  # type: ignore[arg-type]
+        print(
+            f"{name:32} {seconds:8.2f} {mib / seconds:8.0f} {ratio:>13} {float(r['peak_rss_mib']):13.0f} {r['rc']:>3}"
+        )  # type: ignore[arg-type]
     for name, r in best.items():
         print(f"-- {name} output tail: {r['tail']}")
     if not args.keep:
