@@ -280,3 +280,26 @@ def test_plain_scan_does_not_import_numpy(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=False)
     assert proc.returncode == 1, proc.stderr
     assert "ST606 checksum-mismatch" in proc.stdout
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    base=st.sampled_from([nan_inf_file(), zip_last_tensor_file(), all_zero_file(), pickle_in_u8_file()]),
+    flips=st.lists(st.tuples(st.integers(0, 400), st.integers(0, 255)), max_size=6),
+    cut=st.integers(0, 400),
+    tail=st.binary(max_size=40),
+    chunk=st.integers(1, 64),
+)
+def test_mutated_files_never_raise(tmp_path_factory, base, flips, cut, tail, chunk):
+    data = bytearray(base)
+    for where, value in flips:
+        if where < len(data):
+            data[where] = value
+    data = bytes(data[: max(0, len(data) - cut)]) + tail if cut % 3 == 0 else bytes(data) + tail
+    path = write(tmp_path_factory.mktemp("m") / "m.safetensors", data)
+    result = scan(path, chunk=chunk)
+    assert result.error is None
+    # The whole file is read exactly once when the header parsed, else not at all.
+    assert result.bytes_read == (len(data) if result.deep is not None else 0)
+    deep = [i.finding for i in result.items if i.finding.rule.region == "deep"]
+    assert all(0 <= f.offset <= len(data) for f in deep if f.offset is not None)

@@ -208,3 +208,23 @@ def test_progress_callback_counts_every_byte(tmp_path):
     seen: list[int] = []
     run_jobs(jobs, Options(), workers=2, progress=seen.append)
     assert sum(seen) == sum(p.stat().st_size for p in paths)
+
+
+def test_hf_cache_text_summary_lists_models(tmp_path, capsys):
+    fake_hf_cache(tmp_path)
+    rc, out, _ = run(capsys, "--hf-cache", str(tmp_path))
+    assert rc == 1
+    assert "acme/tiny@bbbbbbbbbbbb/sub/other.safetensors:: ST606 checksum-mismatch sha256 is " in out
+    table = [line.split() for line in out.split("summary\n", 1)[1].splitlines()]
+    assert ["acme/tiny", "4", "files,", "1", "invalid"] in table
+
+
+def test_many_tiny_tensors(tmp_path):
+    # Peers give up above 4,096 tensors; 20,000 one-element tensors stream fine.
+    n = 20_000
+    tensors = [(f"t{i}", "F32", [1], f32(float(i % 7) - 3.0)) for i in range(n)]
+    path = write(tmp_path / "many.safetensors", build(tensors))
+    result = _scan.scan_file(Job(str(path), ((str(path), None),)), Options(deep=True, chunk_size=4096))
+    assert result.deep["tensors_scanned"] == n
+    assert result.tensor_count == n
+    assert sum(i.finding.slug == "tensor-all-zero" for i in result.items) == len(range(3, n, 7))

@@ -20,6 +20,7 @@ import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import quote
 
 from validator._rules import RULES, Severity
 
@@ -40,6 +41,17 @@ def _human(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} TiB"  # pragma: no cover
+
+
+def _models(results: Sequence[FileResult]) -> dict[str, dict[str, int]]:
+    """Per hub repository: files, invalid files (the --hf-cache view)."""
+    models: dict[str, dict[str, int]] = {}
+    for r in results:
+        if r.model is not None:
+            entry = models.setdefault(r.model, {"files": 0, "invalid": 0})
+            entry["files"] += 1
+            entry["invalid"] += not r.valid
+    return models
 
 
 def summary(results: Sequence[FileResult], errors: Sequence[str], seconds: float) -> dict[str, Any]:
@@ -66,6 +78,7 @@ def summary(results: Sequence[FileResult], errors: Sequence[str], seconds: float
         "findings_by_rule": dict(sorted(by_rule.items())),
         "bytes_scanned": sum(r.bytes_read for r in results),
         "seconds": round(seconds, 3),
+        "models": _models(results),
     }
 
 
@@ -97,6 +110,9 @@ def format_text(results: Sequence[FileResult], errors: Sequence[str], seconds: f
     rate = s["bytes_scanned"] / seconds if seconds > 0 else 0.0
     rows.append(("bytes scanned", f"{s['bytes_scanned']} ({_human(s['bytes_scanned'])}, {_human(rate)}/s)"))
     rows.extend((f"  {rule}", str(count)) for rule, count in s["findings_by_rule"].items())
+    if s["models"]:
+        rows.append(("models", str(len(s["models"]))))
+        rows.extend((f"  {m}", f"{c['files']} files, {c['invalid']} invalid") for m, c in s["models"].items())
     width = max(len(k) for k, _ in rows)
     lines.append("")
     lines.append("summary")
@@ -129,11 +145,11 @@ def format_json(
 def _uri(path: str) -> tuple[str, str | None]:
     """A SARIF artifact URI and its base id for a display path."""
     if not os.path.exists(path):  # a hub-cache display name
-        return path, None
+        return quote(path, safe="/@"), None
     absolute = os.path.abspath(path)
     here = os.getcwd()
     if absolute == here or absolute.startswith(here.rstrip(os.sep) + os.sep):
-        return Path(os.path.relpath(absolute, here)).as_posix(), "%SRCROOT%"
+        return quote(Path(os.path.relpath(absolute, here)).as_posix(), safe="/"), "%SRCROOT%"
     return Path(absolute).as_uri(), None
 
 
