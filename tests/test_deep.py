@@ -290,7 +290,7 @@ def test_plain_scan_does_not_import_numpy(tmp_path):
     tail=st.binary(max_size=40),
     chunk=st.integers(1, 64),
 )
-def test_mutated_files_never_raise(tmp_path_factory, base, flips, cut, tail, chunk):
+def test_mutated_files_never_raise(tmp_path_factory, base, flips, cut, tail, chunk):  # noqa: PLR0917 - one per strategy
     data = bytearray(base)
     for where, value in flips:
         if where < len(data):
