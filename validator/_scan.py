@@ -192,6 +192,8 @@ def _read_pass(
     chunk_size: int,
     digester: Digester | None,
     feed: Callable[[memoryview, int], None] | None,
+    *,
+    progress: Callable[[int], None] | None = None,
 ) -> int:
     """Read the whole file once, in order; return the bytes read."""
     buffers = [bytearray(chunk_size), bytearray(chunk_size)]
@@ -214,6 +216,8 @@ def _read_pass(
                 pending[slot] = hasher.submit(digester.update, view)
             if feed is not None:
                 feed(view, offset)
+            if progress is not None:
+                progress(got)
             offset += got
             i += 1
         for waiting in pending:
@@ -222,13 +226,16 @@ def _read_pass(
     return offset
 
 
-def scan_file(job: Job, options: Options) -> FileResult:
-    """Validate, deep-check and hash one file; never raises for bad bytes."""
+def scan_file(job: Job, options: Options, progress: Callable[[int], None] | None = None) -> FileResult:
+    """Validate, deep-check and hash one file; never raises for bad bytes.
+
+    ``progress``, when given, is called with the byte count of each chunk read.
+    """
     started = time.perf_counter()
     display, model = job.names[0]
     result = FileResult(path=display, model=model, kind="safetensors" if job.validate else "blob")
     try:
-        _scan_into(job, options, result)
+        _scan_into(job, options, result, progress)
     except (OSError, SourceError) as exc:
         result.error = str(exc) if isinstance(exc, SourceError) else f"{display}: {exc.strerror or exc}"
     except MemoryError:
@@ -237,7 +244,7 @@ def scan_file(job: Job, options: Options) -> FileResult:
     return result
 
 
-def _scan_into(job: Job, options: Options, result: FileResult) -> None:
+def _scan_into(job: Job, options: Options, result: FileResult, progress: Callable[[int], None] | None) -> None:
     out = Checker()
     # O_NONBLOCK: opening a FIFO or a device for reading must not wait for a
     # writer; anything that is not a regular file is refused before a read.
@@ -284,7 +291,7 @@ def _scan_into(job: Job, options: Options, result: FileResult) -> None:
         if want_digest or scanner is not None:
             digester = Digester(size, git_blob=expected is not None and expected.algorithm == "git-sha1")
             result.bytes_read = _read_pass(
-                fh, size, options.chunk_size, digester, None if scanner is None else scanner.feed
+                fh, size, options.chunk_size, digester, None if scanner is None else scanner.feed, progress=progress
             )
             if result.bytes_read != size:
                 raise SourceError(
@@ -322,10 +329,12 @@ def run_jobs(
 
     sizes = [_size(job.path) for job in jobs]
     if workers <= 1 or len(jobs) <= 1:
+        # In this process the bar can follow each chunk of a large file.
         for i, job in enumerate(jobs):
-            results[i] = expand(job, scan_file(job, options))
+            result = scan_file(job, options, progress)
+            results[i] = expand(job, result)
             if progress is not None:
-                progress(sizes[i])
+                progress(max(0, sizes[i] - result.bytes_read))
     else:
         with ProcessPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
             futures = {pool.submit(scan_file, job, options): i for i, job in enumerate(jobs)}
