@@ -96,7 +96,7 @@ def test_ignore_keeps_the_finding_marked_suppressed(tmp_path, capsys):
     assert rc == 0
     [finding] = doc["files"][0]["findings"]
     assert finding["rule"] == "buffer-trailing-bytes"
-    assert finding["suppressed"] == {"reason": "our exporter pads; tracked in #12"}
+    assert finding["suppression"] == {"reason": "our exporter pads; tracked in #12"}
     assert doc["summary"]["suppressed"] == 1
     assert doc["summary"]["errors"] == 0
     # Text output leaves suppressed findings out but counts them.

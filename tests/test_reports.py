@@ -113,10 +113,21 @@ def test_json_report_validates_against_spec_schema(mixed, capsys):
         "ST604 tensor-embedded-executable": 1,
         "ST611 policy-dtype-forbidden": 1,
     }
-    # The schema rejects a report whose finding lacks its rule.
-    del doc["files"][1]["findings"][0]["rule"]
+    # Suppressed findings stay, with the policy's reason.
+    zero = next(f for f in doc["files"] if f["path"].endswith("zero.safetensors"))
+    assert zero["findings"][2]["suppression"] == {"reason": "covered by ST602"}
+    assert zero["deep"]["all_zero_tensors"] == 2
+    assert zero["sha256"] is not None
+    # The schema rejects a report whose finding lacks its rule, and a bad suppression.
+    broken = json.loads(out)
+    del broken["files"][1]["findings"][0]["rule"]
     with pytest.raises(jsonschema.ValidationError):
-        validator_cls(schema).validate(doc)
+        validator_cls(schema).validate(broken)
+    broken = json.loads(out)
+    zero = next(f for f in broken["files"] if f["path"].endswith("zero.safetensors"))
+    zero["findings"][2]["suppression"] = {}
+    with pytest.raises(jsonschema.ValidationError):
+        validator_cls(schema).validate(broken)
 
 
 def test_junit_report(mixed, capsys):

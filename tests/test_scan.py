@@ -178,7 +178,9 @@ def test_unreadable_file_is_reported_not_raised(tmp_path, capsys):
     os.mkfifo(fifo)
     rc, doc = scan_json(capsys, str(fifo))
     assert rc == 2
-    assert "not a regular file" in doc["files"][0]["error"]
+    assert doc["files"] == []
+    [message] = doc["summary"]["unreadable"]
+    assert message == f"{fifo}: not a regular file"
 
 
 def test_progress_bar_stays_off_when_not_a_tty(tmp_path, capsys, monkeypatch):

@@ -74,7 +74,7 @@ class ScanItem:
             doc["policy_reason"] = self.reason
             doc["default_severity"] = self.finding.severity.value
         if self.suppressed is not None:
-            doc["suppressed"] = {"reason": self.suppressed}
+            doc["suppression"] = {"reason": self.suppressed}
         return doc
 
 

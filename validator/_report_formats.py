@@ -131,7 +131,7 @@ def to_json_doc(
         "command": "scan",
         "profile": profile,
         "policy": policy,
-        "files": [r.to_json() for r in results],
+        "files": [r.to_json() for r in results if r.error is None],
         "summary": summary(results, errors, seconds),
     }
 

@@ -83,6 +83,8 @@ class FileResult:
     deep: dict[str, Any] | None = None
     error: str | None = None
     seconds: float = 0.0
+    profile: str = "strict"
+    metadata: dict[str, str] | None = None
 
     @property
     def active(self) -> list[ScanItem]:
@@ -95,19 +97,25 @@ class FileResult:
         return self.error is None and not any(i.severity is Severity.ERROR for i in self.active)
 
     def to_json(self) -> dict[str, Any]:
+        """A readable file's entry: spec/report.schema.json's fileReport plus
+        the scan's own fields.  (Unreadable files are listed in the summary's
+        ``unreadable``, as `stcheck check` does.)  Tensor tables are left out
+        (``tensors`` is null): a scan reports their count instead."""
         return {
             "path": self.path,
-            "model": self.model,
-            "kind": self.kind,
             "valid": self.valid,
+            "profile": self.profile,
             "file_size": self.file_size,
             "header_size": self.header_size,
+            "findings": [i.to_json() for i in self.items],
+            "tensors": None,
+            "metadata": self.metadata,
+            "model": self.model,
+            "kind": self.kind,
             "tensor_count": self.tensor_count,
             "sha256": self.sha256,
             "bytes_read": self.bytes_read,
             "deep": self.deep,
-            "error": self.error,
-            "findings": [i.to_json() for i in self.items],
         }
 
 
@@ -233,7 +241,9 @@ def scan_file(job: Job, options: Options, progress: Callable[[int], None] | None
     """
     started = time.perf_counter()
     display, model = job.names[0]
-    result = FileResult(path=display, model=model, kind="safetensors" if job.validate else "blob")
+    result = FileResult(
+        path=display, model=model, kind="safetensors" if job.validate else "blob", profile=options.profile.value
+    )
     try:
         _scan_into(job, options, result, progress)
     except (OSError, SourceError) as exc:
@@ -271,6 +281,7 @@ def _scan_into(job: Job, options: Options, result: FileResult, progress: Callabl
             findings.extend(report.findings)
             result.header_size = report.header_size
             result.tensor_count = None if report.tensors is None else len(report.tensors)
+            result.metadata = None if report.metadata is None else dict(report.metadata)
             if options.policy is not None:
                 check_policy(report, options.policy, out)
         expected = job.expected
