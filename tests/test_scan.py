@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
 
+import jsonschema
 import pytest
 from scan_fixtures import all_zero_file, build, clean_file, f32, fake_hf_cache, sha256, write
 
@@ -125,6 +127,9 @@ def test_hf_cache_reports_per_model_and_file_and_finds_the_corrupted_blob(tmp_pa
     ]
     message = doc["files"][3]["findings"][0]["message"]
     assert f"hub cache blob name expects {sha256(files['other'])}" in message
+    assert doc["summary"]["models"] == {"acme/tiny": {"files": 4, "invalid": 1}}
+    schema = json.loads((Path(__file__).resolve().parent.parent / "spec" / "report.schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(doc)
     # The blob shared by both snapshots is read once.
     assert doc["summary"]["bytes_scanned"] == len(files["good"]) + len(files["other"]) + len(files["config"])
 

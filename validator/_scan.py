@@ -261,7 +261,7 @@ def _scan_into(job: Job, options: Options, result: FileResult, progress: Callabl
     fd = os.open(job.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
         regular = stat.S_ISREG(os.fstat(fd).st_mode)
-        if regular:
+        if regular and hasattr(os, "O_NONBLOCK"):
             os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
