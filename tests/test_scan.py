@@ -244,3 +244,14 @@ def test_progress_follows_chunks_of_one_large_file(tmp_path):
     run_jobs([Job(str(path), ((str(path), None),))], Options(deep=True, chunk_size=8192), workers=1, progress=seen.append)
     assert len(seen) > 5
     assert sum(seen) == path.stat().st_size
+
+
+def test_deep_without_numpy_is_a_usage_error(tmp_path, capsys, monkeypatch):
+    import importlib.util
+
+    path = write(tmp_path / "a.safetensors", clean_file())
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "numpy" else real(name, *a))
+    rc, _, err = run(capsys, "--deep", str(path))
+    assert rc == 2
+    assert "--deep needs numpy" in err

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
 import time
@@ -163,6 +164,8 @@ def run_scan(args: argparse.Namespace) -> int:
         return _fail("give at least one PATH, or --hf-cache")
     if args.chunk_size < 4096:
         return _fail("--chunk-size must be at least 4096")
+    if args.deep and importlib.util.find_spec("numpy") is None:
+        return _fail("--deep needs numpy: pip install 'stcheck[scan]'")
     try:
         policy = load_policy(args.policy) if args.policy else (None if args.no_config else find_pyproject_policy())
         checksums = read_checksums(args.checksums) if args.checksums else None

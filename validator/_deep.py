@@ -20,7 +20,9 @@
 #     else as Inf when either part is infinite.
 #   F4 (E2M1) and F6 (E2M3, E3M2) have no NaN or Inf encodings at all, so
 #     there is nothing to count.
-# numpy is imported here and only here, when a deep scan starts.
+# numpy is imported here and only here, when a deep scan starts.  ml_dtypes
+# is not needed at run time: the tests check the table above against it for
+# every 8- and 16-bit pattern.
 from __future__ import annotations
 
 import os
