@@ -311,7 +311,7 @@ def _scan_into(job: Job, options: Options, result: FileResult, progress: Callabl
             result.sha256 = digester.sha256()
         if scanner is not None:
             result.deep = scanner.finish(out).to_json()
-        if digester is not None and (want_digest):
+        if digester is not None and want_digest:
             check_digest(digester, expected, out, required=required)
     result.items = apply_policy([*findings, *out.findings], options.policy)
 
