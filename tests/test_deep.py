@@ -303,3 +303,11 @@ def test_mutated_files_never_raise(tmp_path_factory, base, flips, cut, tail, chu
     assert result.bytes_read == (len(data) if result.deep is not None else 0)
     deep = [i.finding for i in result.items if i.finding.rule.region == "deep"]
     assert all(0 <= f.offset <= len(data) for f in deep if f.offset is not None)
+
+
+def test_empty_tensors_count_as_scanned(tmp_path):
+    data = build([("empty_first", "F32", [0], b""), ("w", "F32", [1], f32(1.0)), ("empty_last", "F16", [2, 0], b"")])
+    path = write(tmp_path / "empty.safetensors", data)
+    result = scan(path)
+    assert result.deep["tensors_scanned"] == 3
+    assert found(result) == []

@@ -351,8 +351,10 @@ class DeepScanner:
     def finish(self, out: Checker) -> DeepStats:
         """Report the findings of every tensor, in offset order."""
         stats = self.stats
-        # Tensors never reached (the file shrank) are left out, not guessed at.
-        done = sorted(self._done, key=lambda t: (t.begin, t.end))
+        # Empty tensors at the very end are never reached by a chunk; they hold
+        # nothing to check.  Other tensors never reached are left out.
+        done = self._done + [t for t in self._todo[self._next :] if t.begin == t.end]
+        done.sort(key=lambda t: (t.begin, t.end))
         for t in done:
             stats.tensors_scanned += 1
             nbytes = t.end - t.begin
