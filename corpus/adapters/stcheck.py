@@ -1,0 +1,33 @@
+# Strategy: this validator as a conformance implementation.  The profile comes
+# from STCHECK_PROFILE (strict or reference); on accept the tensor bytes are
+# read from the declared ranges, exactly as a loader built on it would.
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import validator
+from validator._conformance_adapter import main, record
+
+
+class Rejected(Exception):
+    pass
+
+
+PROFILE = os.environ.get("STCHECK_PROFILE", "strict")
+
+
+def load(path: str) -> Iterator[dict[str, object]]:
+    report = validator.validate(path, profile=PROFILE)
+    if not report.valid:
+        first = report.first_error
+        raise Rejected(first.format(path) if first else "invalid")
+    start = report.data_start or 0
+    with open(path, "rb") as f:
+        for name, info in (report.tensors or {}).items():
+            f.seek(start + info.begin)
+            yield record(name, info.dtype, info.shape, f.read(info.nbytes))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(load, lambda: f"{validator.__version__} ({PROFILE})", lambda exc: isinstance(exc, Rejected)))
