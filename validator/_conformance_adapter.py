@@ -33,6 +33,7 @@ import sys
 import tempfile
 import time
 import traceback
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -91,7 +92,7 @@ def run_one(load: Loader, path: str, rejects: Callable[[BaseException], bool] = 
 
 def _vm_bytes() -> int:
     try:
-        with open("/proc/self/status", encoding="ascii") as f:
+        with Path("/proc/self/status").open(encoding="ascii") as f:
             for line in f:
                 if line.startswith("VmSize:"):
                     return int(line.split()[1]) * 1024
@@ -102,14 +103,18 @@ def _vm_bytes() -> int:
 
 def limit_memory(memory_mb: int, *, on_top: bool) -> None:
     """Cap the address space at memory_mb, above what is mapped now if on_top."""
-    import resource
+    import resource  # noqa: PLC0415 - POSIX only, needed only under a limit
 
     cap = memory_mb * 1024 * 1024 + (_vm_bytes() if on_top else 0)
     resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
 
-def _child(load: Loader, path: str, rejects: Callable[[BaseException], bool], out: str, err: str, timeout: float, memory_mb: int) -> None:
-    """Runs in the forked child; never returns."""
+def _child(
+    load: Loader, rejects: Callable[[BaseException], bool], path: str, files: tuple[str, str], limits: tuple[float, int]
+) -> None:
+    """Runs in the forked child; never returns.  files: (stdout, stderr); limits: (seconds, memory_mb)."""
+    out, err = files
+    timeout, memory_mb = limits
     code = CRASH
     try:
         fd_out = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -132,7 +137,7 @@ def _child(load: Loader, path: str, rejects: Callable[[BaseException], bool], ou
 def serve(load: Loader, rejects: Callable[[BaseException], bool] = default_rejects) -> int:
     """Answer requests from stdin, one forked child per file."""
     with tempfile.TemporaryDirectory(prefix="stcheck-adapter-") as tmp:
-        out, err = os.path.join(tmp, "out"), os.path.join(tmp, "err")
+        out, err = str(Path(tmp) / "out"), str(Path(tmp) / "err")
         for line in sys.stdin:
             if not line.strip():
                 continue
@@ -141,7 +146,8 @@ def serve(load: Loader, rejects: Callable[[BaseException], bool] = default_rejec
             sys.stdout.flush()
             pid = os.fork()
             if pid == 0:
-                _child(load, req["path"], rejects, out, err, float(req.get("timeout", 20)), int(req.get("memory_mb", 0)))
+                limits = (float(req.get("timeout", 20)), int(req.get("memory_mb", 0)))
+                _child(load, rejects, req["path"], (out, err), limits)
             _, status = os.waitpid(pid, 0)
             seconds = time.monotonic() - start
             rc = os.waitstatus_to_exitcode(status)
@@ -159,7 +165,7 @@ def serve(load: Loader, rejects: Callable[[BaseException], bool] = default_rejec
 
 def _read(path: str, limit: int) -> str:
     try:
-        with open(path, "rb") as f:
+        with Path(path).open("rb") as f:
             data = f.read(limit)
     except OSError:
         return ""
@@ -185,18 +191,18 @@ def tensor_bytes(value: object) -> bytes | None:
     module = type(value).__module__.split(".")[0]
     try:
         if module == "torch":
-            import torch
+            import torch  # noqa: PLC0415 - only for torch tensors
 
             t = value.detach().contiguous().reshape(-1)  # type: ignore[attr-defined]
             return bytes(t.view(torch.uint8).numpy().tobytes())
         if module == "mlx":
-            import mlx.core as mx
-            import numpy as np
+            import mlx.core as mx  # type: ignore[import-not-found,unused-ignore]  # noqa: PLC0415 - only for mlx arrays
+            import numpy as np  # noqa: PLC0415 - numpy is optional
 
             return bytes(np.array(value.reshape(-1).view(mx.uint8)).tobytes())  # type: ignore[attr-defined]
         if isinstance(value, (bytes, bytearray, memoryview)):
             return bytes(value)
-        import numpy as np
+        import numpy as np  # noqa: PLC0415 - numpy is optional
 
         return bytes(np.ascontiguousarray(value).tobytes())
     except (ImportError, TypeError, ValueError, RuntimeError, AttributeError):
@@ -225,7 +231,7 @@ if __name__ == "__main__":
         sys.stderr.write("usage: python -m validator._conformance_adapter MODULE:FUNCTION FILE|--probe|--serve\n")
         raise SystemExit(CRASH)
     target = sys.argv.pop(1)
-    sys.path.insert(0, os.getcwd())
+    sys.path.insert(0, str(Path.cwd()))
     try:
         loader = load_callable(target)
     except Exception as exc:  # noqa: BLE001 - report any import failure as unavailable

@@ -27,7 +27,7 @@ COLOURS: Final = {
     "wrong-data": "#b000d8",
     "crash": "#e41a1c",
     "timeout": "#202020",
-    "skipped": "#d9d9d9",
+    "skipped": "#d0d0e6",
 }
 LABELS: Final = {
     "expected": "expected",
@@ -36,6 +36,17 @@ LABELS: Final = {
     "i-accepted": "i_ accepted",
     "i-rejected": "i_ rejected",
     "wrong-data": "wrong data returned",
+    "crash": "crash",
+    "timeout": "timeout",
+    "skipped": "not run",
+}
+SHORT: Final = {
+    "expected": "ok",
+    "should-have-rejected": "bad accept",
+    "should-have-accepted": "bad reject",
+    "i-accepted": "i acc.",
+    "i-rejected": "i rej.",
+    "wrong-data": "wrong data",
     "crash": "crash",
     "timeout": "timeout",
     "skipped": "not run",
@@ -81,7 +92,9 @@ def render_markdown(impls: Sequence[Impl], cases: Sequence[Case], results: Seque
         same = sum(1 for x in results if x.impl == impl.name and x.status == r.status)
         lines.append(f"- **{impl.name}**: {r.status} on `{r.file}` ({same} files with this status): {r.detail[:400]}")
     lines += ["", "## Deviations", ""]
-    lines.append("Files on which some implementation did not do what the corpus expects (i_ results are not deviations).")
+    lines.append(
+        "Files on which some implementation did not do what the corpus expects (i_ results are not deviations)."
+    )
     lines.append("")
     lines.append("| file | " + " | ".join(i.name for i in impls) + " |")
     lines.append("| --- | " + " | ".join(":---:" for _ in impls) + " |")
@@ -98,10 +111,10 @@ def render_markdown(impls: Sequence[Impl], cases: Sequence[Case], results: Seque
         "skipped": "",
     }
     for case in cases:
-        row = [by_key.get((i.name, case.file)) for i in impls]
-        if not any(r is not None and SEVERITY[r.status] >= 2 for r in row):
+        cells = [by_key.get((i.name, case.file)) for i in impls]
+        if not any(r is not None and SEVERITY[r.status] >= 2 for r in cells):
             continue
-        lines.append(f"| {case.file} | " + " | ".join(abbrev[r.status] if r else "" for r in row) + " |")
+        lines.append(f"| {case.file} | " + " | ".join(abbrev[r.status] if r else "" for r in cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -114,17 +127,22 @@ p.sub{margin:0 0 12px;color:#444}
 .sw{display:inline-block;width:14px;height:14px;border:1px solid #888}
 table{border-collapse:separate;border-spacing:0}
 table.totals{margin:0 0 14px}
-table.totals td,table.totals th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:right}
+table.totals td,table.totals th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:right;white-space:nowrap}
 table.totals th:first-child,table.totals td:first-child{text-align:left}
-table.m th.impl{writing-mode:vertical-rl;transform:rotate(180deg);font-weight:600;padding:4px 0;height:130px;vertical-align:bottom;white-space:nowrap}
-table.m td.f{font:11px/16px ui-monospace,Menlo,Consolas,monospace;padding:0 8px 0 0;white-space:nowrap;max-width:360px;overflow:hidden;text-overflow:ellipsis}
+table.m th.impl{writing-mode:vertical-rl;transform:rotate(180deg);font-weight:600;padding:4px 0;height:130px;
+  vertical-align:bottom;white-space:nowrap}
+table.m td.f{font:11px/16px ui-monospace,Menlo,Consolas,monospace;padding:0 8px 0 0;white-space:nowrap;max-width:360px;
+  overflow:hidden;text-overflow:ellipsis}
 table.m td.c{width:18px;height:16px;padding:0;border:1px solid #fff;cursor:pointer}
 table.m td.c:hover{outline:2px solid #000}
 table.m td.n{font:11px/16px ui-monospace,monospace;padding:0 0 0 6px;color:#444;text-align:right}
 table.m tr.sec td{font-weight:600;padding:8px 0 2px;background:#fff}
 table.m tr.tot td{font:11px/16px ui-monospace,monospace;text-align:center;color:#333;border-top:1px solid #999}
-#detail{position:fixed;right:12px;top:12px;width:380px;max-height:80vh;overflow:auto;background:#fafafa;border:1px solid #aaa;
-  padding:10px;box-shadow:0 2px 8px rgba(0,0,0,.2);display:none;white-space:pre-wrap;font:12px/1.4 ui-monospace,monospace}
+.wrap{display:flex;align-items:flex-start;gap:28px}
+.side{position:sticky;top:8px;max-width:760px}
+#detail{position:fixed;right:12px;top:12px;width:380px;max-height:80vh;overflow:auto;background:#fafafa;
+  border:1px solid #aaa;padding:10px;box-shadow:0 2px 8px rgba(0,0,0,.2);display:none;white-space:pre-wrap;
+  font:12px/1.4 ui-monospace,monospace}
 #detail b{font-family:system-ui,sans-serif}
 """
 
@@ -147,7 +165,13 @@ box.addEventListener('click', () => { box.style.display = 'none'; });
 """
 
 
-def render_html(impls: Sequence[Impl], cases: Sequence[Case], results: Sequence[Result], command: str, title: str = "stcheck conformance matrix") -> str:
+def render_html(
+    impls: Sequence[Impl],
+    cases: Sequence[Case],
+    results: Sequence[Result],
+    command: str,
+    title: str = "stcheck conformance matrix",
+) -> str:
     """The self-contained results page."""
     esc = html.escape
     by_key = {(r.impl, r.file): r for r in results}
@@ -160,26 +184,31 @@ def render_html(impls: Sequence[Impl], cases: Sequence[Case], results: Sequence[
         '<meta name="viewport" content="width=device-width,initial-scale=1">',
         f"<style>{_CSS}</style></head><body>",
         f"<h1>{esc(title)}</h1>",
-        f'<p class="sub">{len(cases)} files &times; {len(impls)} implementations. Hover a cell for its result, click for details. '
-        f"Regenerate: <code>{esc(command)}</code></p>",
-        '<div class="legend">',
+        (
+            f'<p class="sub">{len(cases)} files &times; {len(impls)} implementations. '
+            "Hover a cell for its result, click for details. "
+            f"Regenerate: <code>{esc(command)}</code></p>"
+        ),
     ]
-    for status in STATUSES:
-        out.append(f'<span><i class="sw" style="background:{COLOURS[status]}"></i>{esc(LABELS[status])}</span>')
-    out.append("</div>")
+    side = ['<div class="side"><div class="legend">']
+    side.extend(f'<span><i class="sw" style="background:{COLOURS[s]}"></i>{esc(LABELS[s])}</span>' for s in STATUSES)
+    side.append("</div>")
     # Totals table: one row per implementation.
-    out.append('<table class="totals"><tr><th>implementation</th><th>version</th>')
-    out.extend(f'<th title="{esc(LABELS[s])}"><i class="sw" style="background:{COLOURS[s]}"></i> {esc(s)}</th>' for s in shown)
-    out.append("</tr>")
+    side.append('<table class="totals"><tr><th>implementation</th><th>version</th>')
+    swatch = '<i class="sw" style="background:{}"></i>'
+    side.extend(
+        f'<th title="{esc(s)}: {esc(LABELS[s])}">{swatch.format(COLOURS[s])} {esc(SHORT[s])}</th>' for s in shown
+    )
+    side.append("</tr>")
     for impl in impls:
         row = count.get(impl.name, {})
         note = esc(impl.skip_reason or impl.notes)
-        out.append(f'<tr title="{note}"><td>{esc(impl.name)}</td><td>{esc(_version(impl))}</td>')
-        out.extend(f"<td>{row.get(s, 0) or ''}</td>" for s in shown)
-        out.append("</tr>")
-    out.append("</table>")
+        side.append(f'<tr title="{note}"><td>{esc(impl.name)}</td><td>{esc(_version(impl))}</td>')
+        side.extend(f"<td>{row.get(s, 0) or ''}</td>" for s in shown)
+        side.append("</tr>")
+    side.append("</table></div>")
     # The matrix.
-    out.append('<table class="m"><thead><tr><th></th>')
+    out.append('<div class="wrap"><div><table class="m"><thead><tr><th></th>')
     out.extend(f'<th class="impl" title="{esc(i.notes or i.name)}">{esc(i.name)}</th>' for i in impls)
     out.append('<th class="n" title="implementations that deviate">dev.</th></tr></thead><tbody>')
     data_results: list[dict[str, object]] = []
@@ -198,7 +227,9 @@ def render_html(impls: Sequence[Impl], cases: Sequence[Case], results: Sequence[
                 "source": f"{case.source.get('kind')}: {case.source.get('ref')}",
             }
             deviations = 0
-            out.append(f'<tr><td class="f" title="{esc(case.description)}">{esc(case.file.removesuffix(".safetensors"))}</td>')
+            out.append(
+                f'<tr><td class="f" title="{esc(case.description)}">{esc(case.file.removesuffix(".safetensors"))}</td>'
+            )
             for impl in impls:
                 r = by_key.get((impl.name, case.file))
                 if r is None:
@@ -208,18 +239,28 @@ def render_html(impls: Sequence[Impl], cases: Sequence[Case], results: Sequence[
                 key = len(data_results)
                 exit_text = f"signal {r.signal}" if r.signal is not None else str(r.rc)
                 data_results.append(
-                    {"impl": r.impl, "file": r.file, "status": r.status, "detail": r.detail, "exit": exit_text, "seconds": round(r.seconds, 3)}
+                    {
+                        "impl": r.impl,
+                        "file": r.file,
+                        "status": r.status,
+                        "detail": r.detail,
+                        "exit": exit_text,
+                        "seconds": round(r.seconds, 3),
+                    }
                 )
                 tip = f"{impl.name} | {case.file} | {r.status}" + (f" | {r.detail[:300]}" if r.detail else "")
-                out.append(f'<td class="c" data-k="{key}" style="background:{COLOURS[r.status]}" title="{esc(tip)}"></td>')
+                out.append(
+                    f'<td class="c" data-k="{key}" style="background:{COLOURS[r.status]}" title="{esc(tip)}"></td>'
+                )
             out.append(f'<td class="n">{deviations or ""}</td></tr>')
     # Totals row: deviations per implementation.
     out.append('<tr class="tot"><td class="f">deviations (of expected)</td>')
     for impl in impls:
         row = count.get(impl.name, {})
-        dev = sum(n for s, n in row.items() if SEVERITY[s] >= 2)
-        out.append(f"<td>{dev}</td>")
-    out.append("<td></td></tr></tbody></table>")
+        out.append(f"<td>{sum(n for s, n in row.items() if SEVERITY[s] >= 2)}</td>")
+    out.append("<td></td></tr></tbody></table></div>")
+    out.extend(side)
+    out.append("</div>")
     payload = json.dumps({"results": data_results, "cases": data_cases}, ensure_ascii=True).replace("</", "<\\/")
     out.append(f'<script type="application/json" id="data">{payload}</script>')
     out.append('<div id="detail" title="click to close"></div>')

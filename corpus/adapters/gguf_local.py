@@ -3,12 +3,15 @@
 # are ValueError.
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gguf.utility import SafetensorsLocal
 
 from validator._conformance_adapter import main, record
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 
 def load(path: str) -> Iterator[dict[str, object]]:

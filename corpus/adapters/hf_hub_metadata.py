@@ -3,7 +3,11 @@
 # SafetensorsParsingError is a rejection.
 from __future__ import annotations
 
-from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
 
 import huggingface_hub
 from huggingface_hub import parse_local_safetensors_file_metadata

@@ -3,7 +3,11 @@
 # where an out-of-range read happens.  Its errors are ValueError/RuntimeError.
 from __future__ import annotations
 
-from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
 
 import mlx.core as mx
 

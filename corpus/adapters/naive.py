@@ -6,13 +6,17 @@ from __future__ import annotations
 import json
 import platform
 import struct
-from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from validator._conformance_adapter import main, record
 
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
 
 def load(path: str) -> Iterator[dict[str, object]]:
-    with open(path, "rb") as f:
+    with Path(path).open("rb") as f:
         blob = f.read()
     (n,) = struct.unpack("<Q", blob[:8])
     header = json.loads(blob[8 : 8 + n])

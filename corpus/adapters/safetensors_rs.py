@@ -6,7 +6,8 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import safetensors
 
@@ -16,9 +17,12 @@ _deserialize = getattr(safetensors, "deserialize", None)
 if _deserialize is None:  # releases before 0.4 expose it on the Rust module only
     _deserialize = importlib.import_module("safetensors.safetensors_rust").deserialize
 
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
 
 def load(path: str) -> Iterator[dict[str, object]]:
-    with open(path, "rb") as f:
+    with Path(path).open("rb") as f:
         blob = f.read()
     for name, info in _deserialize(blob):
         yield record(name, info["dtype"], info["shape"], bytes(info["data"]))

@@ -4,13 +4,17 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import validator
 from validator._conformance_adapter import main, record
 
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
-class Rejected(Exception):
+
+class RejectedError(Exception):
     pass
 
 
@@ -21,13 +25,15 @@ def load(path: str) -> Iterator[dict[str, object]]:
     report = validator.validate(path, profile=PROFILE)
     if not report.valid:
         first = report.first_error
-        raise Rejected(first.format(path) if first else "invalid")
+        raise RejectedError(first.format(path) if first else "invalid")
     start = report.data_start or 0
-    with open(path, "rb") as f:
+    with Path(path).open("rb") as f:
         for name, info in (report.tensors or {}).items():
             f.seek(start + info.begin)
             yield record(name, info.dtype, info.shape, f.read(info.nbytes))
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(load, lambda: f"{validator.__version__} ({PROFILE})", lambda exc: isinstance(exc, Rejected)))
+    raise SystemExit(
+        main(load, lambda: f"{validator.__version__} ({PROFILE})", lambda exc: isinstance(exc, RejectedError))
+    )

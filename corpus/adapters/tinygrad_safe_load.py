@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 os.environ.setdefault("DEV", "CPU")
 
-import tinygrad  # noqa: E402
-from tinygrad import dtypes  # noqa: E402
-from tinygrad.nn.state import safe_load  # noqa: E402
+import tinygrad
+from tinygrad import dtypes
+from tinygrad.nn.state import safe_load
 
-from validator._conformance_adapter import main, record  # noqa: E402
+from validator._conformance_adapter import main, record
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 
 def _bytes(t: tinygrad.Tensor) -> bytes | None:

@@ -4,7 +4,12 @@
 # rejection can only come from torch's own code.
 from __future__ import annotations
 
-from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
 
 import torch
 from torch.distributed.checkpoint import _hf_utils
@@ -17,7 +22,7 @@ def _field(info: object, key: str) -> object:
 
 
 def load(path: str) -> Iterator[dict[str, object]]:
-    with open(path, "rb") as f:
+    with Path(path).open("rb") as f:
         header, _data_start = _hf_utils._get_safetensors_file_metadata(f)  # noqa: SLF001 - the parser under test
     items = header.items() if isinstance(header, dict) else []
     for name, info in items:
