@@ -173,7 +173,7 @@ def test_subset_statuses(subset_results):
     assert got[("naive", "n_prefix_7_bytes.safetensors")] == "expected"
     assert got[("naive", "i_padding_tab.safetensors")] == "i-accepted"
     wrong = next(r for r in results if r.impl == "naive" and r.status == "wrong-data")
-    assert "are not those" in wrong.detail
+    assert "reach outside the data region" in wrong.detail
 
 
 def test_summaries_render(subset_results, tmp_path):

@@ -549,11 +549,12 @@ def locate(blob: bytes, data_start: int | None, nbytes: int, digest: str) -> tup
 def check_data(path: Path, tensors: Iterable[dict[str, Any]]) -> str:
     """Empty unless a returned tensor holds bytes from outside its declared range.
 
-    The declared range is clipped to the data region that exists: a loader
-    that hands back the part of a truncated range that is in the file returns
-    wrong-sized data, but not data from elsewhere (and it already accepted an
-    n_ file).  When the header cannot be read at all, only bytes that come
-    from the length prefix, the header or outside the file count.
+    The declared range is clipped to the data region that exists, and bytes
+    that are a prefix of it pass: a loader that hands back the part of a
+    truncated range that is in the file, or fewer bytes than declared, returns
+    wrong-sized data but not data from elsewhere (and it has already accepted
+    an n_ file).  When the header cannot be read at all, only bytes from the
+    length prefix, the header or outside the file count.
     """
     info = declared(path)
     blob, start = info.blob, info.data_start
@@ -572,13 +573,14 @@ def check_data(path: Path, tensors: Iterable[dict[str, Any]]) -> str:
         begin, end = rng
         lo, hi = max(start, start + begin), min(len(blob), start + end)
         inside = blob[lo:hi] if lo <= hi else b""
-        if hashlib.sha256(inside).hexdigest() == digest:
-            continue
+        if nbytes == 0 or hashlib.sha256(inside[:nbytes]).hexdigest() == digest:
+            continue  # nothing returned, or bytes from inside the declared range
         where, _ = locate(blob, start, nbytes, digest)
-        problems.append(
-            f"tensor {name!r}: data_offsets [{begin}, {end}] declare file bytes [{start + begin}, {start + end}), "
-            f"but the {nbytes} bytes returned are not those{where}"
-        )
+        if begin < 0 or end < begin or start + end > len(blob):
+            reason = f"data_offsets [{begin}, {end}] reach outside the data region [{start}, {len(blob)}), yet"
+        else:
+            reason = f"data_offsets [{begin}, {end}] declare file bytes [{start + begin}, {start + end}), but"
+        problems.append(f"tensor {name!r}: {reason} the {nbytes} bytes returned are not from that range{where}")
     return "; ".join(problems)
 
 
