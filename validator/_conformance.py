@@ -102,6 +102,7 @@ class Impl:
     install: str = ""
     notes: str = ""
     skip_reason: str | None = None
+    cwd: str | None = None  # run the adapter here and pass paths relative to it
 
 
 @dataclass
@@ -209,6 +210,7 @@ def package_root() -> str:
 
 def load_impls(corpus: Path, ext: str | None, only: Sequence[str] = ()) -> list[Impl]:
     """The implementations file as Impl objects (unprobed)."""
+    corpus = corpus.resolve()  # adapters run with the corpus as working directory
     doc = _toml(corpus / "implementations.toml")
     impls = []
     for item in doc.get("implementation", []):
@@ -228,6 +230,7 @@ def load_impls(corpus: Path, ext: str | None, only: Sequence[str] = ()) -> list[
             expect_version=item.get("version"),
             install=item.get("install", ""),
             notes=item.get("notes", ""),
+            cwd=str(corpus),
         )
         target = item.get("target")
         paths = [package_root()]
@@ -235,7 +238,7 @@ def load_impls(corpus: Path, ext: str | None, only: Sequence[str] = ()) -> list[
             if not ext:
                 impl.skip_reason = f"STCHECK_EXT is not set; install with: {impl.install}"
             else:
-                where = Path(ext) / target
+                where = Path(ext).resolve() / target
                 if not where.is_dir():
                     impl.skip_reason = (
                         f"not installed at {where}; install with: {impl.install.replace('$STCHECK_EXT', ext)}"
@@ -332,9 +335,14 @@ def _limit(memory_mb: int) -> Callable[[], None]:
     return apply
 
 
+def _arg(impl: Impl, path: Path) -> str:
+    """The path as the adapter sees it: relative to its working directory if it has one."""
+    return os.path.relpath(path, impl.cwd) if impl.cwd else str(path)
+
+
 def run_command(impl: Impl, path: Path) -> Raw:
     """One file, one fresh process (user commands and the fallback)."""
-    argv = [a.replace("{path}", str(path)) for a in impl.argv]
+    argv = [a.replace("{path}", _arg(impl, path)) for a in impl.argv]
     start = time.monotonic()
     try:
         done = subprocess.run(  # noqa: S603 - the command is the implementation under test
@@ -342,6 +350,7 @@ def run_command(impl: Impl, path: Path) -> Raw:
             capture_output=True,
             timeout=impl.timeout_s,
             env=_env(impl),
+            cwd=impl.cwd,
             preexec_fn=_limit(impl.memory_mb) if impl.memory_mb else None,
             check=False,
         )
@@ -372,6 +381,7 @@ class Server:
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             env=_env(impl),
+            cwd=impl.cwd,
         )
 
     def run(self, path: Path) -> Raw | None:
@@ -379,7 +389,7 @@ class Server:
         proc = self.proc
         assert proc.stdin is not None
         assert proc.stdout is not None
-        request = {"path": str(path), "timeout": self.impl.timeout_s, "memory_mb": self.impl.memory_mb}
+        request = {"path": _arg(self.impl, path), "timeout": self.impl.timeout_s, "memory_mb": self.impl.memory_mb}
         try:
             proc.stdin.write((json.dumps(request) + "\n").encode())
             proc.stdin.flush()
