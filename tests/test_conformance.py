@@ -279,10 +279,17 @@ def test_missing_corpus_is_a_clear_error(tmp_path, capsys):
 
 
 def _png_pixels(path):
-    """(width, height, rows of RGB bytes) of an 8-bit RGB or RGBA PNG."""
+    """(width, height, channels, rows of bytes) of an 8-bit RGB or RGBA PNG.
+
+    Sub and Up rows are undone with numpy; Average and Paeth rows depend on
+    the pixel to their left, so they are undone pixel by pixel.
+    """
+    import numpy as np
+
     data = path.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    pos, idat, width = 8, b"", 0
+    pos, idat = 8, b""
+    width = height = channels = 0
     while pos < len(data):
         length, kind = struct.unpack(">I4s", data[pos : pos + 8])
         body = data[pos + 8 : pos + 8 + length]
@@ -294,38 +301,45 @@ def _png_pixels(path):
         elif kind == b"IDAT":
             idat += body
         pos += 12 + length
-    raw = zlib.decompress(idat)
-    stride = width * channels
-    rows, prev = [], bytearray(stride)
+    raw = np.frombuffer(zlib.decompress(idat), dtype=np.uint8).reshape(height, width * channels + 1)
+    out = np.zeros((height, width * channels), dtype=np.uint8)
+    prev = np.zeros(width * channels, dtype=np.uint8)
     for y in range(height):
-        ftype, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
-        for i in range(stride):
-            a = line[i - channels] if i >= channels else 0
-            b, c = prev[i], prev[i - channels] if i >= channels else 0
-            if ftype == 1:
-                line[i] = (line[i] + a) & 0xFF
-            elif ftype == 2:
-                line[i] = (line[i] + b) & 0xFF
-            elif ftype == 3:
-                line[i] = (line[i] + (a + b) // 2) & 0xFF
-            elif ftype == 4:
-                p = a + b - c
-                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 0xFF
-        rows.append(bytes(line))
-        prev = line
-    return width, height, channels, rows
+        ftype, line = raw[y, 0], raw[y, 1:]
+        if ftype == 0:
+            cur = line.copy()
+        elif ftype == 1:
+            cur = (np.cumsum(line.reshape(width, channels), axis=0, dtype=np.uint64) & 0xFF).astype(np.uint8).reshape(-1)
+        elif ftype == 2:
+            cur = line + prev  # uint8 arithmetic wraps mod 256
+        else:
+            cur_list = line.tolist()
+            up = prev.tolist()
+            for i in range(width * channels):
+                a = cur_list[i - channels] if i >= channels else 0
+                b = up[i]
+                if ftype == 3:
+                    cur_list[i] = (cur_list[i] + (a + b) // 2) & 0xFF
+                else:
+                    c = up[i - channels] if i >= channels else 0
+                    p = a + b - c
+                    pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                    cur_list[i] = (cur_list[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 0xFF
+            cur = np.array(cur_list, dtype=np.uint8)
+        out[y] = cur
+        prev = cur
+    return width, height, channels, out
 
 
 def _colour_counts(path):
-    width, height, channels, rows = _png_pixels(path)
-    wanted = {bytes.fromhex(c[1:]): s for s, c in COLOURS.items()}
-    counts = dict.fromkeys(COLOURS, 0)
-    for row in rows:
-        for x in range(0, width * channels, channels):
-            status = wanted.get(row[x : x + 3])
-            if status is not None:
-                counts[status] += 1
+    import numpy as np
+
+    width, height, channels, pixels = _png_pixels(path)
+    rgb = pixels.reshape(height, width, channels)[:, :, :3].astype(np.uint32)
+    packed = (rgb[:, :, 0] << 16) | (rgb[:, :, 1] << 8) | rgb[:, :, 2]
+    values, freq = np.unique(packed, return_counts=True)
+    found = dict(zip(values.tolist(), freq.tolist()))
+    counts = {status: found.get(int(colour[1:], 16), 0) for status, colour in COLOURS.items()}
     return width, height, counts
 
 
@@ -387,3 +401,58 @@ def test_screenshot_shows_the_statuses_in_proportion(tmp_path):
             assert abs(counts[status] / area - n) <= 2.5, (status, n, counts[status] / area)
         else:
             assert counts[status] <= 2 * 14 * 14, (status, counts[status])  # at most its swatches
+
+
+# --- the committed results page -----------------------------------------------------------
+
+RESULTS = CORPUS / "results"
+
+
+def _committed():
+    from validator._conformance import read_jsonl
+
+    return read_jsonl(RESULTS / "results.jsonl")
+
+
+def test_committed_results_cover_the_corpus():
+    impls, results = _committed()
+    manifest = json.loads((CORPUS / "manifest.json").read_text(encoding="utf-8"))
+    small = {e["file"] for e in manifest["files"] if not e.get("large")}
+    for impl in impls:
+        files = {r.file for r in results if r.impl == impl.name}
+        assert files == small, f"{impl.name}: results.jsonl is stale; regenerate it (see corpus/README.md)"
+    # Our validator and the reference must be spotless in the committed run.
+    for name in ("stcheck-strict", "stcheck-reference", "safetensors-0.8.0"):
+        bad = [r.file for r in results if r.impl == name and r.status not in ("expected", "i-accepted", "i-rejected")]
+        assert not bad, (name, bad)
+
+
+def test_committed_page_shows_what_results_jsonl_says():
+    import re
+
+    impls, results = _committed()
+    page = (RESULTS / "results.html").read_text(encoding="utf-8")
+    colour_to_status = {c: s for s, c in COLOURS.items()}
+    cells = re.findall(r'<td class="c" data-k="\d+" style="background:(#[0-9a-f]{6})"', page)
+    shown = {}
+    for colour in cells:
+        shown[colour_to_status[colour]] = shown.get(colour_to_status[colour], 0) + 1
+    want = {}
+    for r in results:
+        want[r.status] = want.get(r.status, 0) + 1
+    assert shown == want
+    for impl in impls:
+        assert f">{impl.name}</th>" in page
+    summary = (RESULTS / "summary.md").read_text(encoding="utf-8")
+    assert "stcheck conformance --out corpus/results" in summary
+
+
+def test_committed_page_renders(tmp_path):
+    shot = tmp_path / "committed.png"
+    _screenshot(RESULTS / "results.html", shot, (1500, 1100))
+    width, height, counts = _colour_counts(shot)
+    assert (width, height) == (1500, 1100)
+    # The top of the page shows the y_ rows: mostly green, with the older
+    # releases' yellow refusals of newer dtypes.
+    assert counts["expected"] > 5 * counts["should-have-accepted"] > 0, counts
+    assert counts["crash"] <= 2 * 14 * 14, counts  # no crash among the y_ rows: only its swatches

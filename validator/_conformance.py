@@ -337,7 +337,9 @@ def _limit(memory_mb: int) -> Callable[[], None]:
 
 def _arg(impl: Impl, path: Path) -> str:
     """The path as the adapter sees it: relative to its working directory if it has one."""
-    return os.path.relpath(path, impl.cwd) if impl.cwd else str(path)
+    if impl.cwd and path.resolve().is_relative_to(Path(impl.cwd)):
+        return str(path.resolve().relative_to(Path(impl.cwd)))
+    return str(path)
 
 
 def run_command(impl: Impl, path: Path) -> Raw:
