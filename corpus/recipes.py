@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from typing import Any
 
+# fmt: off
+
 Recipe = dict[str, Any]
 
 BITS = {

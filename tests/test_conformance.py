@@ -309,7 +309,9 @@ def _png_pixels(path):
         if ftype == 0:
             cur = line.copy()
         elif ftype == 1:
-            cur = (np.cumsum(line.reshape(width, channels), axis=0, dtype=np.uint64) & 0xFF).astype(np.uint8).reshape(-1)
+            cur = (
+                (np.cumsum(line.reshape(width, channels), axis=0, dtype=np.uint64) & 0xFF).astype(np.uint8).reshape(-1)
+            )
         elif ftype == 2:
             cur = line + prev  # uint8 arithmetic wraps mod 256
         else:
@@ -338,7 +340,7 @@ def _colour_counts(path):
     rgb = pixels.reshape(height, width, channels)[:, :, :3].astype(np.uint32)
     packed = (rgb[:, :, 0] << 16) | (rgb[:, :, 1] << 8) | rgb[:, :, 2]
     values, freq = np.unique(packed, return_counts=True)
-    found = dict(zip(values.tolist(), freq.tolist()))
+    found = dict(zip(values.tolist(), freq.tolist(), strict=True))
     counts = {status: found.get(int(colour[1:], 16), 0) for status, colour in COLOURS.items()}
     return width, height, counts
 

@@ -127,7 +127,8 @@ p.sub{margin:0 0 12px;color:#444}
 .sw{display:inline-block;width:14px;height:14px;border:1px solid #888}
 table{border-collapse:separate;border-spacing:0}
 table.totals{margin:0 0 14px}
-table.totals td,table.totals th{padding:2px 5px;font-size:12px;border-bottom:1px solid #ddd;text-align:right;white-space:nowrap}
+table.totals td,table.totals th{padding:2px 5px;font-size:12px;border-bottom:1px solid #ddd;text-align:right;
+  white-space:nowrap}
 table.totals th:first-child,table.totals td:first-child{text-align:left}
 table.m th.impl{writing-mode:vertical-rl;transform:rotate(180deg);font-weight:600;padding:4px 0;height:130px;
   vertical-align:bottom;white-space:nowrap}
@@ -137,7 +138,8 @@ table.m td.c{width:18px;height:16px;padding:0;border:1px solid #fff;cursor:point
 table.m td.c:hover{outline:2px solid #000}
 table.m td.n{font:11px/16px ui-monospace,monospace;padding:0 0 0 6px;color:#444;text-align:right}
 table.m tr.sec td{font-weight:600;padding:8px 0 2px;background:#fff}
-table.m tr.tot td{font:9px/16px ui-monospace,monospace;letter-spacing:-0.5px;text-align:center;color:#333;border-top:1px solid #999}
+table.m tr.tot td{font:9px/16px ui-monospace,monospace;letter-spacing:-0.5px;text-align:center;color:#333;
+  border-top:1px solid #999}
 .wrap{display:flex;align-items:flex-start;gap:28px}
 .side{position:sticky;top:8px;max-width:760px}
 #detail{position:fixed;right:12px;top:12px;width:380px;max-height:80vh;overflow:auto;background:#fafafa;
