@@ -24,6 +24,7 @@ _COMMANDS: Final = (
     ("inspect", "validator._cmd_check"),
     ("rules", "validator._cmd_check"),
     ("scan", "validator._cmd_scan"),
+    ("conformance", "validator._cmd_conformance"),
 )
 
 
