@@ -136,9 +136,8 @@ def test_empty_tensor_with_huge_sides(tmp_path):
     # Valid safetensors (0 elements), but no numpy array has this shape; the
     # reference's numpy loader raises a bare ValueError here.
     path = write(tmp_path, "empty_huge_sides.safetensors", build({"e": ("F32", [0, 2**62, 2**62], b"")}))
-    with validator.open(path) as f:
-        with pytest.raises(validator.LoadError, match="'e' is empty but its shape"):
-            f.get("e")
+    with validator.open(path) as f, pytest.raises(validator.LoadError, match="'e' is empty but its shape"):
+        f.get("e")
     torch = pytest.importorskip("torch")
     with validator.open(path, framework="torch") as f:
         assert tuple(f.get("e").shape) == (0, 2**62, 2**62)

@@ -104,7 +104,7 @@ def platform_facts(kind: str) -> tuple[int, ...] | None:
 
 def ensure_available(device: str) -> str:
     """Check that torch can use ``device``; return it normalised."""
-    import torch
+    import torch  # noqa: PLC0415 - torch loads only when a device is checked
 
     kind, index = parse_device(device)
     if kind == "cuda":

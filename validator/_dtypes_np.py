@@ -54,10 +54,10 @@ SUBBYTE: Final = frozenset(_SUBBYTE_NAMES)
 
 
 def _resolve(name: str) -> Any:  # noqa: ANN401 - a numpy scalar type
-    import numpy as np
+    import numpy as np  # noqa: PLC0415 - numpy/ml_dtypes load only when used
 
     if name.startswith("ml:"):
-        import ml_dtypes
+        import ml_dtypes  # noqa: PLC0415 - numpy/ml_dtypes load only when used
 
         return getattr(ml_dtypes, name[3:])
     return getattr(np, name)
@@ -66,7 +66,7 @@ def _resolve(name: str) -> Any:  # noqa: ANN401 - a numpy scalar type
 @functools.cache
 def numpy_dtype(dtype: str) -> np.dtype[Any]:
     """The little-endian numpy dtype of a byte-sized safetensors dtype."""
-    import numpy as np
+    import numpy as np  # noqa: PLC0415 - numpy/ml_dtypes load only when used
 
     found: np.dtype[Any] = np.dtype(_resolve(_NP_NAMES[dtype]))
     return found.newbyteorder("<") if found.byteorder not in "|<" and found.kind in "biufc" else found
@@ -75,8 +75,8 @@ def numpy_dtype(dtype: str) -> np.dtype[Any]:
 @functools.cache
 def unpacked_dtype(dtype: str) -> np.dtype[Any]:
     """The ml_dtypes dtype one unpacked sub-byte element takes."""
-    import ml_dtypes
-    import numpy as np
+    import ml_dtypes  # noqa: PLC0415 - numpy/ml_dtypes load only when used
+    import numpy as np  # noqa: PLC0415 - numpy/ml_dtypes load only when used
 
     found: np.dtype[Any] = np.dtype(getattr(ml_dtypes, _SUBBYTE_NAMES[dtype]))
     return found
@@ -84,7 +84,7 @@ def unpacked_dtype(dtype: str) -> np.dtype[Any]:
 
 @functools.cache
 def _reverse() -> dict[Any, str]:
-    import numpy as np
+    import numpy as np  # noqa: PLC0415 - numpy/ml_dtypes load only when used
 
     table: dict[Any, str] = {}
     for name, np_name in _NP_NAMES.items():
@@ -108,7 +108,7 @@ def safetensors_dtype(dtype: np.dtype[Any]) -> str | None:
 
 def unpack(raw: npt.NDArray[Any], dtype: str, numel: int) -> npt.NDArray[Any]:
     """Unpack sub-byte elements from ``raw`` (uint8) into one byte each."""
-    import numpy as np
+    import numpy as np  # noqa: PLC0415 - numpy/ml_dtypes load only when used
 
     width = DTYPE_BITS[dtype]
     bits = np.unpackbits(raw, bitorder="little")[: numel * width].reshape(numel, width)
@@ -120,7 +120,7 @@ def unpack(raw: npt.NDArray[Any], dtype: str, numel: int) -> npt.NDArray[Any]:
 
 def pack(values: npt.NDArray[Any], dtype: str) -> npt.NDArray[Any]:
     """Pack one-byte sub-byte elements (ml_dtypes) into the stream ``unpack`` reads."""
-    import numpy as np
+    import numpy as np  # noqa: PLC0415 - numpy/ml_dtypes load only when used
 
     width = DTYPE_BITS[dtype]
     codes = np.ascontiguousarray(values).reshape(-1).view(np.uint8)

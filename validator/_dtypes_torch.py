@@ -36,7 +36,7 @@ _TORCH_NAMES: Final = {
 
 def torch_dtype(dtype: str) -> torch.dtype | None:
     """The torch dtype of a byte-sized safetensors dtype; None if this torch lacks it."""
-    import torch
+    import torch  # noqa: PLC0415 - torch loads only when used
 
     found = getattr(torch, _TORCH_NAMES[dtype], None)
     return found if isinstance(found, torch.dtype) else None
@@ -44,7 +44,7 @@ def torch_dtype(dtype: str) -> torch.dtype | None:
 
 @functools.cache
 def _reverse() -> dict[torch.dtype, str]:
-    import torch
+    import torch  # noqa: PLC0415 - torch loads only when used
 
     table = {getattr(torch, n): s for s, n in _TORCH_NAMES.items() if hasattr(torch, n)}
     if hasattr(torch, "float4_e2m1fn_x2"):
@@ -59,7 +59,7 @@ def safetensors_dtype(dtype: torch.dtype) -> str | None:
 
 def parse_cast_target(target: str) -> torch.dtype:
     """A cast target given as a safetensors name ("F32") or a torch name ("float32")."""
-    import torch
+    import torch  # noqa: PLC0415 - torch loads only when used
 
     name = _TORCH_NAMES.get(target, target)
     found = getattr(torch, name, None)

@@ -137,7 +137,8 @@ def _parse(raw: bytes, out: Checker) -> tuple[dict[str, str] | None, dict[str, A
     weight_map = root.get("weight_map")
     if not isinstance(weight_map, dict):
         what = "missing" if weight_map is None else f"a JSON {type(weight_map).__name__}"
-        out.add("index-invalid", f"weight_map is {what}; it must be an object of tensor names to shard files", None, json_path="/weight_map")
+        msg = f"weight_map is {what}; it must be an object of tensor names to shard files"
+        out.add("index-invalid", msg, None, json_path="/weight_map")
         return None, None
     for name in weight_map.pop("\x00duplicates", []):
         out.add(
@@ -150,7 +151,8 @@ def _parse(raw: bytes, out: Checker) -> tuple[dict[str, str] | None, dict[str, A
     clean: dict[str, str] = {}
     for name, shard in weight_map.items():
         if not isinstance(shard, str):
-            out.add("index-invalid", f"weight_map entry for {name!r} is not a file name", None, tensor=name, json_path=pointer("weight_map", name))
+            msg = f"weight_map entry for {name!r} is not a file name"
+            out.add("index-invalid", msg, None, tensor=name, json_path=pointer("weight_map", name))
             continue
         clean[name] = shard
     metadata = root.get("metadata")
@@ -172,7 +174,8 @@ def _check_total_size(metadata: dict[str, Any] | None, total: int | None, out: C
         out.add("index-invalid", "metadata.total_size is missing", None, json_path="/metadata/total_size")
         return
     if type(declared) is not int or declared < 0:
-        out.add("index-invalid", f"metadata.total_size is {declared!r}; it must be a non-negative integer", None, json_path="/metadata/total_size")
+        msg = f"metadata.total_size is {declared!r}; it must be a non-negative integer"
+        out.add("index-invalid", msg, None, json_path="/metadata/total_size")
         return
     if total is not None and declared != total:
         out.add(
@@ -276,7 +279,8 @@ def validate_index(
         for name in sorted(expected - weight_map.keys()):
             out.add("index-key-missing", f"expected tensor {name!r} is not in the index", None, tensor=name)
         for name in sorted(weight_map.keys() - expected):
-            out.add("index-key-unexpected", f"the index lists {name!r}, which was not expected", None, tensor=name, json_path=pointer("weight_map", name))
+            msg = f"the index lists {name!r}, which was not expected"
+            out.add("index-key-unexpected", msg, None, tensor=name, json_path=pointer("weight_map", name))
     return IndexReport(where, tuple(out.findings), weight_map, metadata, reports, total)
 
 
@@ -309,7 +313,7 @@ class ShardedFile:
 
     def shard(self, name: str) -> SafetensorsFile:
         """The handle of the shard holding tensor ``name`` (opened on first use)."""
-        from validator._loader import SafetensorsFile
+        from validator._loader import SafetensorsFile  # noqa: PLC0415 - the loader loads only when a shard is opened
 
         try:
             shard = self._weight_map[name]

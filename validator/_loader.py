@@ -236,9 +236,9 @@ class SafetensorsFile:
         return self._cpu_numpy(info, start)
 
     def _cpu_numpy(self, info: TensorInfo, start: int) -> Any:  # noqa: ANN401
-        import numpy as np
+        import numpy as np  # noqa: PLC0415 - numpy/torch load only when a tensor is read
 
-        from validator._dtypes_np import numpy_dtype, unpack
+        from validator._dtypes_np import numpy_dtype, unpack  # noqa: PLC0415 - numpy/torch load only when a tensor is read
 
         if not _ELEMENT_BYTES[info.dtype]:
             raw = np.frombuffer(self._buffer(), np.uint8, info.nbytes, start) if info.nbytes else np.empty(0, np.uint8)
@@ -262,9 +262,9 @@ class SafetensorsFile:
         return out
 
     def _cpu_torch(self, name: str, info: TensorInfo, start: int) -> Any:  # noqa: ANN401
-        import torch
+        import torch  # noqa: PLC0415 - numpy/torch load only when a tensor is read
 
-        from validator._dtypes_torch import torch_dtype
+        from validator._dtypes_torch import torch_dtype  # noqa: PLC0415 - numpy/torch load only when a tensor is read
 
         if not _ELEMENT_BYTES[info.dtype]:
             if not info.nbytes:
@@ -306,13 +306,13 @@ class SafetensorsFile:
         if self.framework == "numpy":
             if target is None:
                 return value
-            from validator._dtypes_np import numpy_dtype
+            from validator._dtypes_np import numpy_dtype  # noqa: PLC0415 - numpy/torch load only when a tensor is read
 
             out = value.astype(numpy_dtype(target))
             out.flags.writeable = False
             return out
         if target is not None:
-            from validator._dtypes_torch import parse_cast_target, safetensors_dtype
+            from validator._dtypes_torch import parse_cast_target, safetensors_dtype  # noqa: PLC0415 - numpy/torch load only when a tensor is read
 
             cast_to = parse_cast_target(target)
             value = value.to(cast_to)

@@ -76,9 +76,9 @@ def _is_torch(value: object) -> bool:
 
 def _byte_bounds(arr: Any) -> tuple[int, int]:  # noqa: ANN401
     try:
-        from numpy.lib.array_utils import byte_bounds
+        from numpy.lib.array_utils import byte_bounds  # noqa: PLC0415 - numpy/torch load only when an input needs them
     except ImportError:  # numpy < 2
-        import numpy as np
+        import numpy as np  # noqa: PLC0415 - numpy/torch load only when an input needs them
 
         byte_bounds = np.byte_bounds  # type: ignore[attr-defined]  # noqa: NPY201 - the numpy < 2 spelling
     low, high = byte_bounds(arr)
@@ -90,9 +90,9 @@ _NP: dict[str, Any] = {}
 
 def _numpy() -> dict[str, Any]:
     if not _NP:
-        import numpy as np
+        import numpy as np  # noqa: PLC0415 - numpy/torch load only when an input needs them
 
-        from validator._dtypes_np import SUBBYTE, pack, safetensors_dtype
+        from validator._dtypes_np import SUBBYTE, pack, safetensors_dtype  # noqa: PLC0415 - numpy/torch load only when an input needs them
 
         _NP.update(np=np, SUBBYTE=SUBBYTE, pack=pack, safetensors_dtype=safetensors_dtype)
     return _NP
@@ -137,9 +137,9 @@ def _from_numpy(name: str, arr: Any) -> _Item:  # noqa: ANN401
 
 
 def _from_torch(name: str, tensor: Any) -> _Item:  # noqa: ANN401
-    import torch
+    import torch  # noqa: PLC0415 - numpy/torch load only when an input needs them
 
-    from validator._dtypes_torch import safetensors_dtype
+    from validator._dtypes_torch import safetensors_dtype  # noqa: PLC0415 - numpy/torch load only when an input needs them
 
     if tensor.layout != torch.strided:
         msg = f"tensor {name!r} is sparse ({tensor.layout}); call .to_dense() first"
@@ -200,11 +200,14 @@ def _item(name: str, value: object) -> _Item:
     if _is_torch(value):
         return _from_torch(name, value)
     if type(value).__module__ == "numpy" or hasattr(value, "__array_interface__"):
-        import numpy as np
+        import numpy as np  # noqa: PLC0415 - numpy/torch load only when an input needs them
 
         if isinstance(value, np.ndarray):
             return _from_numpy(name, value)
-    msg = f"tensor {name!r}: cannot save a {type(value).__name__}; pass a numpy array, a torch tensor or a (dtype, shape, bytes) triple"
+    msg = (
+        f"tensor {name!r}: cannot save a {type(value).__name__}; "
+        "pass a numpy array, a torch tensor or a (dtype, shape, bytes) triple"
+    )
     raise WriteError(msg)
 
 
@@ -238,7 +241,8 @@ def _shared(items: list[_Item], *, dedupe: bool) -> dict[str, str]:
         if not dedupe or not identical:
             how = "are the same tensor" if identical else "overlap in memory"
             hint = "; pass dedupe=True to save one and record the others in metadata" if identical else ""
-            msg = f"tensors {', '.join(map(repr, names))} {how}, so saving them would duplicate or split shared storage{hint}"
+            listed = ", ".join(map(repr, names))
+            msg = f"tensors {listed} {how}, so saving them would duplicate or split shared storage{hint}"
             raise WriteError(msg)
         for other in names[1:]:
             dropped[other] = names[0]
