@@ -113,8 +113,33 @@ def _decode_string(buf: bytes, pos: int, base: int) -> tuple[str, int]:
     value, _ = scanstring(text, 1, True)
     if _SURROGATE.search(value) is not None:
         # serde_json: "lone leading surrogate in hex escape" and friends.
-        raise JsonError("json-string", base + pos, "string holds an unpaired surrogate escape")
+        at = _lone_surrogate(buf, pos, m.end())
+        raise JsonError("json-string", base + at, f"unpaired surrogate escape {buf[at : at + 6].decode()} in a string")
     return value, m.end()
+
+
+def _lone_surrogate(buf: bytes, pos: int, end: int) -> int:
+    """Offset of the first \\u escape in buf[pos:end] that is not half of a pair."""
+    i = pos + 1
+    pending = -1  # offset of a high surrogate escape waiting for its low half
+    while i < end - 1:
+        m = _STRING_PIECE.match(buf, i)
+        if m is None:  # cannot happen: the whole string matched _STRING
+            break
+        piece = m.group()
+        unit = int(piece[2:], 16) if piece.startswith(b"\\u") else -1
+        if pending >= 0:
+            if 0xDC00 <= unit <= 0xDFFF:
+                pending = -1
+                i = m.end()
+                continue
+            return pending
+        if 0xD800 <= unit <= 0xDBFF:
+            pending = i
+        elif 0xDC00 <= unit <= 0xDFFF:
+            return i
+        i = m.end()
+    return pending if pending >= 0 else pos
 
 
 def _number(buf: bytes, pos: int, base: int) -> tuple[int | float, int]:
