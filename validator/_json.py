@@ -36,7 +36,11 @@ Json: TypeAlias = "tuple[tuple[str, Json], ...] | list[Json] | str | int | float
 
 _WS: Final = re.compile(rb"[ \t\n\r]*")
 _PLAIN_STRING: Final = re.compile(rb'"([^"\\\x00-\x1f]*)"')
-_STRING: Final = re.compile(rb'"(?:[^"\\\x00-\x1f]+|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"')
+# "Unrolled loop" form, normal* (escape normal*)*: every way to split a
+# string is unique, so a failed match backtracks in linear time.  (The
+# obvious (run+|escape)* form is exponential on an unterminated string.)
+_STRING: Final = re.compile(rb'"[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*"')
+_STRING_PREFIX: Final = re.compile(rb'"[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*')
 _STRING_PIECE: Final = re.compile(rb'[^"\\\x00-\x1f]+|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4}')
 _NUMBER: Final = re.compile(rb"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
@@ -85,28 +89,24 @@ def _describe(buf: bytes, pos: int) -> str:
 
 def _string_error(buf: bytes, pos: int, base: int) -> JsonError:
     """Explain why the string starting at ``pos`` did not match."""
-    i = pos + 1
-    n = len(buf)
-    while i < n:
-        m = _STRING_PIECE.match(buf, i)
-        if m is not None:
-            i = m.end()
-            continue
-        c = buf[i]
-        if c == 0x22:  # the closing quote, after a match failure: cannot happen
-            break
-        if c < 0x20:
-            return JsonError("json-string", base + i, f"control character 0x{c:02x} inside a string must be escaped")
-        # a backslash that does not start a valid escape
-        return JsonError("json-string", base + i, f"invalid escape {buf[i : i + 6]!r} in a string")
-    return JsonError("json-syntax", base + n, "unterminated string")
+    m = _STRING_PREFIX.match(buf, pos)
+    i = m.end() if m is not None else pos + 1
+    if i >= len(buf):
+        return JsonError("json-syntax", base + i, "unterminated string")
+    c = buf[i]
+    if c < 0x20:
+        return JsonError("json-string", base + i, f"control character 0x{c:02x} inside a string must be escaped")
+    # a backslash that does not start a valid escape
+    return JsonError("json-string", base + i, f"invalid escape {buf[i : i + 6]!r} in a string")
 
 
 def _decode_string(buf: bytes, pos: int, base: int) -> tuple[str, int]:
     m = _PLAIN_STRING.match(buf, pos)
     if m is not None:
         return m.group(1).decode("utf-8"), m.end()
-    m = _STRING.match(buf, pos)
+    # Without a closing quote the regexes below would fail only after
+    # scanning (and backtracking over) the rest of the header.
+    m = _STRING.match(buf, pos) if buf.find(b'"', pos + 1) >= 0 else None
     if m is None:
         raise _string_error(buf, pos, base)
     text = m.group().decode("utf-8")
