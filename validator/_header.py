@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 PREFIX_LEN: Final = 8
 _NEEDS_EXACT: Final = re.compile(rb"-0|\\u[dD][89a-fA-F]")
+_NOT_SPACE: Final = re.compile(rb"[^ ]")
 
 
 def _refuse_constant(_: str) -> NoReturn:
@@ -70,10 +71,10 @@ def check_header(header: bytes, out: Checker) -> Table | None:
             "pad the header with spaces (0x20) only",
             PREFIX_LEN + ws_end,
         )
-    for i in range(parsed.end, ws_end):
-        if header[i] != 0x20:
-            # Spec: "The header data MAY be trailing padded with whitespace
-            # (0x20)".  Reference: any JSON whitespace is accepted.
-            out.add("header-padding", f"padding byte {header[i : i + 1]!r} is not a space (0x20)", PREFIX_LEN + i)
-            break
+    other = _NOT_SPACE.search(header, parsed.end, ws_end)
+    if other is not None:
+        # Spec: "The header data MAY be trailing padded with whitespace
+        # (0x20)".  Reference: any JSON whitespace is accepted.
+        i = other.start()
+        out.add("header-padding", f"padding byte {header[i : i + 1]!r} is not a space (0x20)", PREFIX_LEN + i)
     return table
