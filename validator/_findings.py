@@ -120,6 +120,8 @@ class Report:
     tensors: Mapping[str, TensorInfo] | None = None
     metadata: Mapping[str, str] | None = None
     path: str | None = None
+    suppressed: int = 0
+    """Findings not kept because a rule fired more than 1000 times."""
 
     @property
     def valid(self) -> bool:

@@ -16,7 +16,7 @@ from validator._findings import Report, TensorInfo
 from validator._header import check_header
 from validator._layout import check_layout
 from validator._prefix import PREFIX_LEN, check_prefix
-from validator._rules import Profile
+from validator._rules import BY_SLUG, Profile
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -66,11 +66,16 @@ def check_buffer(
         tensors=tensors,
         metadata=None if table is None else table.metadata,
         path=path,
+        suppressed=sum(n for slug, n in out.dropped.items() if BY_SLUG[slug].applies_to(profile)),
     )
 
 
 def _from_buffer(buf: bytes | bytearray | memoryview, profile: Profile, path: str | None) -> Report:
-    view = memoryview(buf).cast("B") if isinstance(buf, memoryview) else memoryview(buf)
+    view = memoryview(buf)
+    if not view.c_contiguous:  # a strided view: only a copy can be cast to bytes
+        view = memoryview(view.tobytes())
+    elif view.format != "B" or view.ndim != 1:
+        view = view.cast("B")
     return check_buffer(
         bytes(view[:PREFIX_LEN]),
         lambda n: bytes(view[PREFIX_LEN : PREFIX_LEN + n]),
