@@ -3,6 +3,7 @@
 # are frozen so they can be shared, hashed and compared in tests.
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -10,7 +11,7 @@ from validator._dtypes import DTYPE_BITS
 from validator._rules import Profile, Rule, Severity
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Iterator
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,42 @@ class TensorInfo:
     def to_json(self) -> dict[str, Any]:
         """The entry as it appears in a header."""
         return {"dtype": self.dtype, "shape": list(self.shape), "data_offsets": list(self.data_offsets)}
+
+
+class TensorTable(Mapping[str, TensorInfo]):
+    """A read-only name -> TensorInfo mapping over column lists.
+
+    The canonical fast path leaves a header as columns; a TensorInfo is made
+    only when asked for, so a 100,000-tensor report costs no per-tensor
+    objects until it is read.  Shapes are kept as their JSON text ("4,4").
+    """
+
+    __slots__ = ("_begins", "_dtypes", "_ends", "_index", "_shapes")
+
+    def __init__(self, index: dict[str, int], dtypes: list[str], shapes: list[str], begins: list[int], ends: list[int]) -> None:
+        self._index = index
+        self._dtypes = dtypes
+        self._shapes = shapes
+        self._begins = begins
+        self._ends = ends
+
+    def __getitem__(self, name: str) -> TensorInfo:
+        i = self._index[name]
+        text = self._shapes[i]
+        shape = tuple(map(int, text.split(","))) if text else ()
+        return TensorInfo(self._dtypes[i], shape, (self._begins[i], self._ends[i]))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._index
+
+    def __repr__(self) -> str:
+        return repr(dict(self.items()))
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,10 @@ import os
 import stat
 from typing import IO, TYPE_CHECKING, Union
 
+from validator._canonical import Clean, clean_table
 from validator._check import Checker
 from validator._errors import InvalidFileError, SourceError
-from validator._findings import Report, TensorInfo
+from validator._findings import Report, TensorInfo, TensorTable
 from validator._header import check_header
 from validator._layout import check_layout
 from validator._prefix import PREFIX_LEN, check_prefix
@@ -20,6 +21,9 @@ from validator._rules import BY_SLUG, Profile
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+# The canonical fast path (_canonical.py); tests switch it off to compare.
+USE_CANONICAL = True
 
 Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, IO[bytes]]
 
@@ -47,6 +51,17 @@ def check_buffer(
     table = None
     if n is not None:
         header = read_header(n)
+        clean = _clean(header, n, file_size) if USE_CANONICAL else None
+        if clean is not None:
+            return Report(
+                profile=profile,
+                findings=(),
+                file_size=file_size,
+                header_size=n,
+                tensors=TensorTable(clean.index, clean.dtypes, clean.shapes, clean.begins, clean.ends),
+                metadata=clean.metadata,
+                path=path,
+            )
         table = check_header(header, out)
         if table is not None:
             check_layout(table.entries, n, file_size, out)
@@ -68,6 +83,14 @@ def check_buffer(
         path=path,
         suppressed=sum(n for slug, n in out.dropped.items() if BY_SLUG[slug].applies_to(profile)),
     )
+
+
+def _clean(header: bytes, n: int, file_size: int) -> Clean | None:
+    try:
+        text = header.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return clean_table(text, n, file_size)
 
 
 def _from_buffer(buf: bytes | bytearray | memoryview, profile: Profile, path: str | None) -> Report:
