@@ -21,7 +21,17 @@ from validator import _validate
 from validator._canonical import clean_table
 
 DTYPES = ["F32", "F16", "BF16", "U8", "I64", "F64", "F4", "F6_E2M3", "BOOL", "C64", "F8_E4M3", "X9"]
-NAMES = ["w", "model.layers.0.mlp.up_proj.weight", "", "__metadata__", "a b", "\u00e9", "\u202e", "\x7f", "lm_head.weight"]
+NAMES = [
+    "w",
+    "model.layers.0.mlp.up_proj.weight",
+    "",
+    "__metadata__",
+    "a b",
+    "\u00e9",
+    "\u202e",
+    "\x7f",
+    "lm_head.weight",
+]
 
 
 def _shape(rng: random.Random) -> list[int]:
@@ -34,7 +44,9 @@ def _shape(rng: random.Random) -> list[int]:
 def _canonical_file(rng: random.Random) -> bytes:
     header: dict[str, object] = {}
     if rng.random() < 0.5:
-        header["__metadata__"] = {rng.choice(["format", "a", ""]): rng.choice(["pt", "", "x,y", "\u00e9"]) for _ in range(rng.randrange(0, 3))}
+        header["__metadata__"] = {
+            rng.choice(["format", "a", ""]): rng.choice(["pt", "", "x,y", "\u00e9"]) for _ in range(rng.randrange(0, 3))
+        }
     offset = 0
     dtypes = [rng.choice(DTYPES) if rng.random() < 0.3 else rng.choice(DTYPES[:6]) for _ in range(rng.randrange(1, 7))]
     if rng.random() < 0.8:  # the reference serializer's order: widest dtype first
@@ -137,7 +149,9 @@ def test_random_canonical_files_and_mutations_agree() -> None:
     assert slow > 500, slow
 
 
-@pytest.mark.parametrize("blob", [c.blob for c in CASES] + [c[1] for c in TABLE] + [c[1] for c in PATHOLOGICAL[:3]] + [VALID])
+@pytest.mark.parametrize(
+    "blob", [c.blob for c in CASES] + [c[1] for c in TABLE] + [c[1] for c in PATHOLOGICAL[:3]] + [VALID]
+)
 def test_hand_made_files_agree(blob: bytes) -> None:
     _assert_same(blob)
 

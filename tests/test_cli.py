@@ -22,7 +22,9 @@ HOLE = st('{"w":' + entry("F32", (1,), (4, 8)) + "}", b"\0" * 8)
 LEADING_SPACE = st(' {"w":' + entry("F32", (1,), (0, 4)) + "}", b"\0" * 4)  # strict-only error
 UNALIGNED = st("{}", pad=False)  # warning only
 LINE = re.compile(r"^(?P<path>.+):(?P<offset>\d*): (?P<code>ST\d{3}) (?P<slug>[a-z0-9-]+) (?P<message>.+)$")
-SUMMARY = re.compile(r"^\d+ files? checked \((strict|reference)\): \d+ valid, \d+ invalid; \d+ errors, \d+ warnings(; \d+ unreadable)?$")
+SUMMARY = re.compile(
+    r"^\d+ files? checked \((strict|reference)\): \d+ valid, \d+ invalid; \d+ errors, \d+ warnings(; \d+ unreadable)?$"
+)
 
 
 def _write(tmp_path: Path, name: str, blob: bytes) -> str:
@@ -96,18 +98,25 @@ def test_directory_given_to_inspect_exits_2(tmp_path, capsys) -> None:
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root reads files whatever their mode")
 def test_unreadable_file_exits_2(tmp_path, capsys) -> None:
     path = _write(tmp_path, "locked.safetensors", VALID)
-    os.chmod(path, 0)
+    Path(path).chmod(0)
     try:
         code, _, err = _run(capsys, "check", path)
     finally:
-        os.chmod(path, 0o600)
+        Path(path).chmod(0o600)
     assert code == 2
     assert "locked.safetensors" in err
 
 
 @pytest.mark.parametrize(
     "argv",
-    [[], ["check"], ["check", "--profile", "lenient", "x"], ["check", "--format", "xml", "x"], ["frobnicate"], ["check", "--bogus", "x"]],
+    [
+        [],
+        ["check"],
+        ["check", "--profile", "lenient", "x"],
+        ["check", "--format", "xml", "x"],
+        ["frobnicate"],
+        ["check", "--bogus", "x"],
+    ],
     ids=["no-command", "check-without-path", "unknown-profile", "unknown-format", "unknown-command", "unknown-option"],
 )
 def test_usage_errors_exit_2(argv, capsys) -> None:
@@ -140,7 +149,10 @@ def test_warnings_do_not_fail_and_can_be_hidden(tmp_path, capsys) -> None:
     path = _write(tmp_path, "unaligned.safetensors", UNALIGNED)
     code, out, _ = _run(capsys, "check", path)
     assert code == 0
-    assert out.splitlines()[0] == f"{path}:0: ST104 header-unaligned " + out.splitlines()[0].split(" header-unaligned ", 1)[1]
+    assert (
+        out.splitlines()[0]
+        == f"{path}:0: ST104 header-unaligned " + out.splitlines()[0].split(" header-unaligned ", 1)[1]
+    )
     assert out.splitlines()[-1].endswith("1 valid, 0 invalid; 0 errors, 1 warnings")
     code, out, _ = _run(capsys, "check", "--no-warnings", path)
     assert code == 0
@@ -251,7 +263,14 @@ def test_rules_lists_every_rule(capsys) -> None:
 
 def test_python_dash_m_validator(tmp_path) -> None:
     path = _write(tmp_path, "hole.safetensors", HOLE)
-    proc = subprocess.run([sys.executable, "-m", "validator", "check", path], capture_output=True, text=True, env=_env(), timeout=120, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "validator", "check", path],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 1
     assert "ST401 offsets-not-contiguous" in proc.stdout
 

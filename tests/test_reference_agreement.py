@@ -48,7 +48,7 @@ def reference_class(blob: bytes) -> str | None:
 
 
 def _t(extra: str = "", *, dtype: str = '"F32"', shape: str = "[1]", offsets: str = "[0,4]", name: str = "t") -> str:
-    return '{"%s":{"dtype":%s,"shape":%s,"data_offsets":%s%s}}' % (name, dtype, shape, offsets, extra)
+    return '{"' + name + '":{"dtype":' + dtype + ',"shape":' + shape + ',"data_offsets":' + offsets + extra + "}}"
 
 
 def _two(a: str, b: str) -> str:
@@ -92,7 +92,7 @@ TABLE: list[tuple[str, bytes, str | None]] = [
     ("single-quotes", st("{'a':'b'}"), H),
     ("header-array", st("[]"), H),
     ("header-null", st("null"), H),
-    ("comment", st('{/*x*/}'), H),
+    ("comment", st("{/*x*/}"), H),
     ("nan-in-unknown-field", st(_t(',"x":NaN'), F4B), H),
     ("infinity-in-unknown-field", st(_t(',"x":Infinity'), F4B), H),
     ("float-1.5-in-unknown-field", st(_t(',"x":1.5'), F4B), None),
@@ -168,8 +168,25 @@ TABLE: list[tuple[str, bytes, str | None]] = [
     ("hole-between", st(_two(entry(offsets=(0, 4)), entry(offsets=(8, 12))), F4B * 3), "InvalidOffset"),
     ("same-range-twice", st(_two(entry(), entry()), F4B), "InvalidOffset"),
     ("zero-sized-sharing-offset", st(_two(entry(shape=(0,), offsets=(0, 0)), entry(shape=(0,), offsets=(0, 0)))), None),
-    ("zero-sized-between-tensors", st('{"a":' + entry(offsets=(0, 4)) + ',"z":' + entry(shape=(0,), offsets=(4, 4)) + ',"b":' + entry(offsets=(4, 8)) + "}", F4B * 2), None),
-    ("zero-sized-inside-another", st(_two(entry(shape=(2,), offsets=(0, 8)), entry(shape=(0,), offsets=(4, 4))), F4B * 2), "InvalidOffset"),
+    (
+        "zero-sized-between-tensors",
+        st(
+            '{"a":'
+            + entry(offsets=(0, 4))
+            + ',"z":'
+            + entry(shape=(0,), offsets=(4, 4))
+            + ',"b":'
+            + entry(offsets=(4, 8))
+            + "}",
+            F4B * 2,
+        ),
+        None,
+    ),
+    (
+        "zero-sized-inside-another",
+        st(_two(entry(shape=(2,), offsets=(0, 8)), entry(shape=(0,), offsets=(4, 4))), F4B * 2),
+        "InvalidOffset",
+    ),
     ("offset-2^64-1", st(_t(offsets=f"[0,{U64}]"), F4B), "TensorInvalidInfo"),
     ("begin-2^64-1", st(_t(offsets=f"[{U64},{U64}]"), F4B), "InvalidOffset"),
     ("shape-0-2^63-4", st(_t(shape=f"[0,{P63},4]", offsets="[0,0]")), None),
@@ -186,17 +203,37 @@ TABLE: list[tuple[str, bytes, str | None]] = [
     ("trailing-data-byte", st(_t(), F4B + b"\0"), "MetadataIncompleteBuffer"),
     ("truncated-data", st(_t(), b"\0" * 3), "MetadataIncompleteBuffer"),
     ("data-after-empty-header", st("{}", b"\0"), "MetadataIncompleteBuffer"),
-    ("unaligned-f32-accepted", st('{"a":' + entry("U8", (1,), (0, 1)) + ',"b":' + entry(offsets=(1, 5)) + "}", b"\0" * 5), None),
+    (
+        "unaligned-f32-accepted",
+        st('{"a":' + entry("U8", (1,), (0, 1)) + ',"b":' + entry(offsets=(1, 5)) + "}", b"\0" * 5),
+        None,
+    ),
     # --- duplicate tensor names: the last definition wins ---
     ("duplicate-name-identical", st(_two(entry(), entry()).replace('"b"', '"a"'), F4B), None),
     ("duplicate-name-other-dtype", st(_two(entry(), entry("I32")).replace('"b"', '"a"'), F4B), None),
-    ("duplicate-name-leaves-hole", st(_two(entry(), entry(offsets=(4, 8))).replace('"b"', '"a"'), F4B * 2), "InvalidOffset"),
+    (
+        "duplicate-name-leaves-hole",
+        st(_two(entry(), entry(offsets=(4, 8))).replace('"b"', '"a"'), F4B * 2),
+        "InvalidOffset",
+    ),
     ("duplicate-name-first-bad-dtype", st(_two(entry("X"), entry()).replace('"b"', '"a"'), F4B), H),
     # --- first error order: deserialisation before layout, layout before coverage ---
-    ("bad-dtype-and-hole", st('{"a":' + entry(offsets=(4, 8)) + ',"b":' + entry("X", offsets=(8, 12)) + "}", F4B * 3), H),
+    (
+        "bad-dtype-and-hole",
+        st('{"a":' + entry(offsets=(4, 8)) + ',"b":' + entry("X", offsets=(8, 12)) + "}", F4B * 3),
+        H,
+    ),
     ("hole-and-trailing", st(_t(offsets="[4,8]"), F4B * 3), "InvalidOffset"),
-    ("size-mismatch-then-hole", st(_two(entry(shape=(2,), offsets=(0, 4)), entry(offsets=(8, 12))), F4B * 3), "TensorInvalidInfo"),
-    ("overflow-then-misaligned", st(_two(entry(shape=(P63, 2), offsets=(0, 0)), entry("F4", (1,), (0, 1))), b"\0"), "ValidationOverflow"),
+    (
+        "size-mismatch-then-hole",
+        st(_two(entry(shape=(2,), offsets=(0, 4)), entry(offsets=(8, 12))), F4B * 3),
+        "TensorInvalidInfo",
+    ),
+    (
+        "overflow-then-misaligned",
+        st(_two(entry(shape=(P63, 2), offsets=(0, 0)), entry("F4", (1,), (0, 1))), b"\0"),
+        "ValidationOverflow",
+    ),
 ]
 
 IDS = [case[0] for case in TABLE]
@@ -225,7 +262,9 @@ def test_reference_profile_agrees(blob: bytes, verdict: str | None) -> None:
     assert report.reference_error == verdict
 
 
-@pytest.mark.parametrize("blob", [c[1] for c in TABLE if c[2] is not None], ids=[c[0] for c in TABLE if c[2] is not None])
+@pytest.mark.parametrize(
+    "blob", [c[1] for c in TABLE if c[2] is not None], ids=[c[0] for c in TABLE if c[2] is not None]
+)
 def test_strict_rejects_what_reference_rejects(blob: bytes) -> None:
     assert reference_class(blob) is not None
     report = validator.validate(blob, profile="strict")

@@ -33,7 +33,7 @@ def _case(id_: str, blob: bytes, slug: str, offset: int | None, tensor: str | No
 
 
 def _t(extra: str = "", *, dtype: str = '"F32"', shape: str = "[1]", offsets: str = "[0,4]", name: str = "t") -> str:
-    return '{"%s":{"dtype":%s,"shape":%s,"data_offsets":%s%s}}' % (name, dtype, shape, offsets, extra)
+    return '{"' + name + '":{"dtype":' + dtype + ',"shape":' + shape + ',"data_offsets":' + offsets + extra + "}}"
 
 
 def _cases() -> list[Case]:
@@ -294,13 +294,17 @@ def test_case_ids_are_unique() -> None:
 
 def test_layout_problems_in_several_tensors_are_all_reported() -> None:
     header = (
-        '{"a":' + entry("F32", (2,), (0, 4))            # byte-length-mismatch
-        + ',"b":' + entry("F4", (3,), (4, 6))            # subbyte-misaligned
-        + ',"c":' + entry("F32", (1,), (8, 12))          # hole of 2 bytes before it
-        + ',"d":' + entry("F32", (4294967296, 4294967296), (12, 16))  # size-overflow
+        '{"a":'
+        + entry("F32", (2,), (0, 4))  # byte-length-mismatch
+        + ',"b":'
+        + entry("F4", (3,), (4, 6))  # subbyte-misaligned
+        + ',"c":'
+        + entry("F32", (1,), (8, 12))  # hole of 2 bytes before it
+        + ',"d":'
+        + entry("F32", (4294967296, 4294967296), (12, 16))  # size-overflow
         + "}"
     )
-    blob = st(header, b"\0" * 16 + b"\0\0")              # 2 trailing bytes
+    blob = st(header, b"\0" * 16 + b"\0\0")  # 2 trailing bytes
     ds = data_start(blob)
     report = validator.validate(blob)
     got = [(f.slug, f.offset, f.tensor) for f in report.findings]
@@ -318,9 +322,11 @@ def test_missing_offsets_stop_only_coverage_checks() -> None:
     # "b" has no data_offsets: contiguity and coverage cannot be decided, but
     # the per-tensor size checks of "a" and "c" still run.
     header = (
-        '{"a":' + entry("F32", (2,), (0, 4))
+        '{"a":'
+        + entry("F32", (2,), (0, 4))
         + ',"b":{"dtype":"F32","shape":[1]}'
-        + ',"c":' + entry("F4", (1,), (100, 101))
+        + ',"c":'
+        + entry("F4", (1,), (100, 101))
         + "}"
     )
     blob = st(header, b"\0" * 7)
@@ -339,9 +345,9 @@ def test_missing_offsets_stop_only_coverage_checks() -> None:
 def test_entry_problems_in_several_tensors_are_all_reported() -> None:
     header = (
         '{"a":{"dtype":"X","shape":[1],"data_offsets":[0,4]}'
-        + ',"b":{"dtype":"F32","shape":[1.5],"data_offsets":[4,8]}'
-        + ',"c":{"dtype":"F32","shape":[1],"data_offsets":[8]}'
-        + "}"
+         ',"b":{"dtype":"F32","shape":[1.5],"data_offsets":[4,8]}'
+         ',"c":{"dtype":"F32","shape":[1],"data_offsets":[8]}'
+         "}"
     )
     blob = st(header, b"\0" * 12)
     got = [(f.slug, f.offset, f.tensor) for f in validator.validate(blob).findings]
@@ -371,7 +377,13 @@ def test_prefix_failure_stops_everything() -> None:
 def test_strict_only_findings_accumulate_with_reference_ones() -> None:
     blob = st(b' {"t":["F32",[1],[0,4]],"u":{"dtype":"F32","shape":[1],"data_offsets":[4,8],"x":0}}\t', F32_1)
     strict = [f.slug for f in validator.validate(blob).findings]
-    assert strict == ["header-leading-bytes", "tensor-entry-array", "tensor-field-unknown", "header-padding", "buffer-truncated"]
+    assert strict == [
+        "header-leading-bytes",
+        "tensor-entry-array",
+        "tensor-field-unknown",
+        "header-padding",
+        "buffer-truncated",
+    ]
     reference = validator.validate(blob, profile="reference")
     assert [f.slug for f in reference.findings] == ["buffer-truncated"]
     assert reference.reference_error == "MetadataIncompleteBuffer"
@@ -381,7 +393,14 @@ def test_strict_only_findings_accumulate_with_reference_ones() -> None:
 
 
 def test_clean_file_has_no_findings() -> None:
-    blob = st('{"__metadata__":{"format":"pt"},"a":' + entry("F16", (2, 2), (0, 8)) + ',"b":' + entry("U8", (3,), (8, 11)) + "}", b"\0" * 11)
+    blob = st(
+        '{"__metadata__":{"format":"pt"},"a":'
+        + entry("F16", (2, 2), (0, 8))
+        + ',"b":'
+        + entry("U8", (3,), (8, 11))
+        + "}",
+        b"\0" * 11,
+    )
     report = validator.validate(blob)
     assert report.findings == ()
     assert report.valid
@@ -411,7 +430,11 @@ def test_suspicious_tensor_names_warn_but_stay_valid(name: str, json_name: str) 
         assert report.warnings[0].severity is Severity.WARNING
 
 
-@pytest.mark.parametrize("name", ["model.layers.0.self_attn.q_proj.weight", "a b", "\u00e9t\u00e9", "\U0001f600"], ids=["dotted", "space", "accents", "emoji"])
+@pytest.mark.parametrize(
+    "name",
+    ["model.layers.0.self_attn.q_proj.weight", "a b", "\u00e9t\u00e9", "\U0001f600"],
+    ids=["dotted", "space", "accents", "emoji"],
+)
 def test_ordinary_tensor_names_do_not_warn(name: str) -> None:
     import json
 
@@ -428,13 +451,29 @@ def test_header_unaligned_warning_only() -> None:
 
 
 def test_tensor_unaligned_not_reported_for_bytes_or_empty_tensors() -> None:
-    header = '{"a":' + entry("U8", (1,), (0, 1)) + ',"b":' + entry("I16", (0,), (1, 1)) + ',"c":' + entry("BOOL", (1,), (1, 2)) + "}"
+    header = (
+        '{"a":'
+        + entry("U8", (1,), (0, 1))
+        + ',"b":'
+        + entry("I16", (0,), (1, 1))
+        + ',"c":'
+        + entry("BOOL", (1,), (1, 2))
+        + "}"
+    )
     blob = st(header, b"\0\0")
     assert validator.validate(blob).findings == ()
 
 
 def test_tensor_unaligned_for_each_wide_dtype() -> None:
-    header = '{"a":' + entry("U8", (2,), (0, 2)) + ',"b":' + entry("I32", (1,), (2, 6)) + ',"c":' + entry("F64", (1,), (6, 14)) + "}"
+    header = (
+        '{"a":'
+        + entry("U8", (2,), (0, 2))
+        + ',"b":'
+        + entry("I32", (1,), (2, 6))
+        + ',"c":'
+        + entry("F64", (1,), (6, 14))
+        + "}"
+    )
     blob = st(header, b"\0" * 14)
     ds = data_start(blob)
     got = [(f.slug, f.offset, f.tensor) for f in validator.validate(blob).findings]

@@ -32,7 +32,10 @@ _ENTRY: Final = re.compile(
     + _INT
     + r')*)?)\],"data_offsets":\[('
     + _INT
-    + ")," + "(" + _INT + r")\]\}([,}])",
+    + "),"
+    + "("
+    + _INT
+    + r")\]\}([,}])",
 )
 _GROUPS: Final = 7  # the gap before a match plus its six groups
 _STR: Final = r'"[^"\\\x00-\x1f]*"'
@@ -48,6 +51,7 @@ class Clean:
 
     def __init__(
         self,
+        *,
         index: dict[str, int],
         dtypes: list[str],
         shapes: list[str],
@@ -100,7 +104,7 @@ def clean_table(text: str, header_size: int, file_size: int) -> Clean | None:
     if k == 0:
         return None
     # The text is exactly lead + entry + "," + ... + entry + "}" + padding.
-    if parts[_GROUPS : -1 : _GROUPS].count("") != k - 1 or parts[-1].strip(" "):
+    if parts[_GROUPS:-1:_GROUPS].count("") != k - 1 or parts[-1].strip(" "):
         return None
     terms = parts[6::_GROUPS]
     if terms[-1] != "}" or terms.count(",") != k - 1:
@@ -116,7 +120,7 @@ def clean_table(text: str, header_size: int, file_size: int) -> Clean | None:
         if len(metadata) != len(pairs):
             return None
     names = parts[1::_GROUPS]
-    index = dict(zip(names, range(k)))
+    index = dict(zip(names, range(k), strict=True))
     if len(index) != k or "" in index or "__metadata__" in index:
         return None
     dtypes = parts[2::_GROUPS]
@@ -125,15 +129,15 @@ def clean_table(text: str, header_size: int, file_size: int) -> Clean | None:
     ends = list(map(int, parts[5::_GROUPS]))
     if begins[0] != 0 or ends[:-1] != begins[1:] or 8 + header_size + ends[-1] != file_size:
         return None
-    kinds = dict.fromkeys(zip(dtypes, shapes))
+    kinds: dict[tuple[str, str], tuple[int, int] | None] = dict.fromkeys(zip(dtypes, shapes, strict=True))
     for key in kinds:
-        kinds[key] = _size(*key)  # type: ignore[assignment]
+        kinds[key] = _size(*key)
         if kinds[key] is None:
             return None
-    sized: list[tuple[int, int]] = list(map(kinds.__getitem__, zip(dtypes, shapes)))  # type: ignore[arg-type]
+    sized: list[tuple[int, int]] = list(map(kinds.__getitem__, zip(dtypes, shapes, strict=True)))  # type: ignore[arg-type]
     if list(map(sub, ends, begins)) != [s[0] for s in sized]:
         return None
     # data_start is a multiple of 8 and every alignment divides 8.
     if any(map(mod, begins, [s[1] for s in sized])):
         return None
-    return Clean(index, dtypes, shapes, begins, ends, metadata)
+    return Clean(index=index, dtypes=dtypes, shapes=shapes, begins=begins, ends=ends, metadata=metadata)

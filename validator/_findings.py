@@ -114,7 +114,9 @@ class TensorTable(Mapping[str, TensorInfo]):
 
     __slots__ = ("_begins", "_dtypes", "_ends", "_index", "_shapes")
 
-    def __init__(self, index: dict[str, int], dtypes: list[str], shapes: list[str], begins: list[int], ends: list[int]) -> None:
+    def __init__(
+        self, index: dict[str, int], dtypes: list[str], shapes: list[str], begins: list[int], ends: list[int]
+    ) -> None:
         self._index = index
         self._dtypes = dtypes
         self._shapes = shapes
@@ -204,8 +206,6 @@ class Report:
             "file_size": self.file_size,
             "header_size": self.header_size,
             "findings": [f.to_json() for f in self.findings],
-            "tensors": None
-            if self.tensors is None
-            else {name: info.to_json() for name, info in self.tensors.items()},
+            "tensors": None if self.tensors is None else {name: info.to_json() for name, info in self.tensors.items()},
             "metadata": None if self.metadata is None else dict(self.metadata),
         }

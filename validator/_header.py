@@ -47,7 +47,11 @@ def check_header(header: bytes, out: Checker) -> Table | None:
     try:
         text = header.decode("utf-8")
     except UnicodeDecodeError as exc:
-        out.add("header-not-utf8", f"header byte {header[exc.start : exc.start + 1]!r} is not valid UTF-8 ({exc.reason})", PREFIX_LEN + exc.start)
+        out.add(
+            "header-not-utf8",
+            f"header byte {header[exc.start : exc.start + 1]!r} is not valid UTF-8 ({exc.reason})",
+            PREFIX_LEN + exc.start,
+        )
         return None
     table = _fast(header, text)
     if table is not None:

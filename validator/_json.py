@@ -6,9 +6,9 @@
 # - a nesting limit: the 128th nested array or object is refused, so 127
 #   levels are the most a header may use ("recursion limit exceeded");
 # - numbers: an integer with no fraction or exponent is a u64 when positive
-#   and an i64 when negative; `-0`, integers below -2^63 and integers above
-#   2^64-1 become floats; a float whose magnitude overflows f64 is an error
-#   ("number out of range");
+#   and an i64 when negative; minus zero, integers below -2^63 and integers
+#   above 2^64-1 become floats; a float whose magnitude overflows f64 is an
+#   error, which serde_json calls number out of range;
 # - strings: control characters U+0000..U+001F must be escaped, only the
 #   eight short escapes and \uXXXX exist, and a \u escape of a surrogate must
 #   form a pair;
@@ -25,7 +25,7 @@
 from __future__ import annotations
 
 import re
-from json.decoder import scanstring
+from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Final, TypeAlias
 
 U64_MAX: Final = (1 << 64) - 1
@@ -110,7 +110,7 @@ def _decode_string(buf: bytes, pos: int, base: int) -> tuple[str, int]:
     if m is None:
         raise _string_error(buf, pos, base)
     text = m.group().decode("utf-8")
-    value, _ = scanstring(text, 1, True)
+    value, _ = scanstring(text, 1, True)  # noqa: FBT003 - a C function, positional only
     if _SURROGATE.search(value) is not None:
         # serde_json: "lone leading surrogate in hex escape" and friends.
         at = _lone_surrogate(buf, pos, m.end())
@@ -127,7 +127,7 @@ def _lone_surrogate(buf: bytes, pos: int, end: int) -> int:
         if m is None:  # cannot happen: the whole string matched _STRING
             break
         piece = m.group()
-        unit = int(piece[2:], 16) if piece.startswith(b"\\u") else -1
+        unit = int(piece[2:], 16)  # noqa: FURB166 - the prefix is \\u, not 0x if piece.startswith(b"\\u") else -1
         if pending >= 0:
             if 0xDC00 <= unit <= 0xDFFF:
                 pending = -1
@@ -188,7 +188,7 @@ def parse(buf: bytes, base: int) -> Parsed:
             raise JsonError("json-syntax", base + pos, "unexpected end of header where a value was expected")
         value_pos = pos
         c = buf[pos]
-        if c == 0x7B or c == 0x5B:  # { or [
+        if c in {0x7B, 0x5B}:  # { or [
             if len(stack) >= MAX_DEPTH:
                 raise JsonError("json-depth", base + pos, f"nesting deeper than {MAX_DEPTH} levels")
             frame = _Frame(c == 0x7B, pos)

@@ -52,13 +52,20 @@ def check_layout(entries: dict[str, Entry], header_size: int, file_size: int, ou
         where = data_start + begin
         reversed_ = end < begin
         if reversed_:
-            out.add("offsets-reversed", f"tensor {name!r} ends at {end} before it begins at {begin}", where, tensor=name, json_path=path)
+            out.add(
+                "offsets-reversed",
+                f"tensor {name!r} ends at {end} before it begins at {begin}",
+                where,
+                tensor=name,
+                json_path=path,
+            )
         elif complete and begin != cursor:
             if begin > cursor:
                 after = f"tensor {previous!r}" if previous is not None else "the start of the data region"
                 out.add(
                     "offsets-not-contiguous",
-                    f"{begin - cursor} unindexed bytes between {after} (ends at {cursor}) and tensor {name!r} (begins at {begin})",
+                    f"{begin - cursor} unindexed bytes between {after} (ends at {cursor}) "
+                    f"and tensor {name!r} (begins at {begin})",
                     data_start + cursor,
                     tensor=name,
                     json_path=path,
@@ -120,7 +127,8 @@ def check_layout(entries: dict[str, Entry], header_size: int, file_size: int, ou
     if expected > file_size:
         out.add(
             "buffer-truncated",
-            f"file ends at {file_size} but tensor {last_name!r} ends at {expected}: {expected - file_size} bytes missing",
+            f"file ends at {file_size} but tensor {last_name!r} ends at {expected}: "
+            f"{expected - file_size} bytes missing",
             file_size,
             tensor=last_name,
         )

@@ -188,17 +188,17 @@ def validate(source: Source, *, profile: Profile | str = Profile.STRICT) -> Repo
             os.close(fd)
     if hasattr(source, "read"):
         name = getattr(source, "name", None)
-        path = name if isinstance(name, str) else None
+        where = name if isinstance(name, str) else None
         try:
             fileno = source.fileno()
         except (OSError, AttributeError, io.UnsupportedOperation):
             fileno = None
         try:
             if fileno is not None:
-                return _from_fd(fileno, prof, path)
-            return _from_stream(source, prof, path)
+                return _from_fd(fileno, prof, where)
+            return _from_stream(source, prof, where)
         except OSError as exc:
-            msg = f"{path or 'stream'}: {exc}"
+            msg = f"{where or 'stream'}: {exc}"
             raise SourceError(msg) from exc
     msg = f"cannot validate a {type(source).__name__}; pass a path, bytes, memoryview or binary file"
     raise SourceError(msg)
