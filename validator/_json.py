@@ -127,7 +127,7 @@ def _lone_surrogate(buf: bytes, pos: int, end: int) -> int:
         if m is None:  # cannot happen: the whole string matched _STRING
             break
         piece = m.group()
-        unit = int(piece[2:], 16)  # noqa: FURB166 - the prefix is \\u, not 0x if piece.startswith(b"\\u") else -1
+        unit = int(piece[2:], 16) if piece.startswith(b"\\u") else -1  # noqa: FURB166 - the prefix is \\u, not 0x
         if pending >= 0:
             if 0xDC00 <= unit <= 0xDFFF:
                 pending = -1
