@@ -16,28 +16,23 @@
 from __future__ import annotations
 
 import re
-from operator import mod, sub
+from itertools import accumulate
+from operator import mod
 from typing import Final
 
 from validator._dtypes import DTYPE_BITS
 from validator._json import U64_MAX
 
-_NAME: Final = r'"([^"\\\x00-\x1f]*)"'
-_INT: Final = r"(?:0|[1-9][0-9]{0,18})"  # at most 19 digits: always below 2^64
+# One entry, loosely: the name, then dtype and shape as one "kind" group,
+# then the two offsets as one group, then "," or "}".  The loose classes
+# keep the regex fast; the kinds and offsets are checked strictly after.
 _ENTRY: Final = re.compile(
-    _NAME
-    + r':\{"dtype":"([A-Z0-9_]{1,16})","shape":\[((?:'
-    + _INT
-    + r"(?:,"
-    + _INT
-    + r')*)?)\],"data_offsets":\[('
-    + _INT
-    + "),"
-    + "("
-    + _INT
-    + r")\]\}([,}])",
+    r'"([^"\\\x00-\x1f]*)":\{"dtype":"([^"]*)","shape":\[([0-9,]*)\],"data_offsets":\[([0-9]+,[0-9]+)\]\}([,}])'
 )
-_GROUPS: Final = 7  # the gap before a match plus its six groups
+_GROUPS: Final = 6  # the gap before a match plus its five groups
+_INT: Final = r"(?:0|[1-9][0-9]{0,18})"  # at most 19 ASCII digits: always below 2^64
+_DIMS: Final = re.compile(f"(?:{_INT}(?:,{_INT})*)?")
+_OFFSET_PAIRS: Final = re.compile(f"{_INT},{_INT}(?:;{_INT},{_INT})*")
 _STR: Final = r'"[^"\\\x00-\x1f]*"'
 _METADATA: Final = re.compile(r'\{"__metadata__":\{((?:' + _STR + ":" + _STR + "(?:," + _STR + ":" + _STR + r")*)?)\},")
 _PAIR: Final = re.compile(r'"([^"]*)":"([^"]*)"')
@@ -75,7 +70,7 @@ def parse_shape(text: str) -> tuple[int, ...]:
 def _size(dtype: str, shape: str) -> tuple[int, int] | None:
     """(bytes, alignment) of a clean tensor, or None if anything is off."""
     bits = DTYPE_BITS.get(dtype)
-    if bits is None:
+    if bits is None or _DIMS.fullmatch(shape) is None:
         return None
     count = 1
     for dim in parse_shape(shape):
@@ -106,7 +101,7 @@ def clean_table(text: str, header_size: int, file_size: int) -> Clean | None:
     # The text is exactly lead + entry + "," + ... + entry + "}" + padding.
     if parts[_GROUPS:-1:_GROUPS].count("") != k - 1 or parts[-1].strip(" "):
         return None
-    terms = parts[6::_GROUPS]
+    terms = parts[5::_GROUPS]
     if terms[-1] != "}" or terms.count(",") != k - 1:
         return None
     lead = parts[0]
@@ -125,19 +120,29 @@ def clean_table(text: str, header_size: int, file_size: int) -> Clean | None:
         return None
     dtypes = parts[2::_GROUPS]
     shapes = parts[3::_GROUPS]
-    begins = list(map(int, parts[4::_GROUPS]))
-    ends = list(map(int, parts[5::_GROUPS]))
-    if begins[0] != 0 or ends[:-1] != begins[1:] or 8 + header_size + ends[-1] != file_size:
+    offsets = ";".join(parts[4::_GROUPS])
+    if _OFFSET_PAIRS.fullmatch(offsets) is None:
         return None
-    kinds: dict[tuple[str, str], tuple[int, int] | None] = dict.fromkeys(zip(dtypes, shapes, strict=True))
-    for key in kinds:
-        kinds[key] = _size(*key)
-        if kinds[key] is None:
+    numbers = offsets.replace(";", ",").split(",")
+    begin_text = numbers[0::2]
+    end_text = numbers[1::2]
+    # Contiguity, compared as text: a canonical integer has one spelling.
+    if begin_text[0] != "0" or end_text[:-1] != begin_text[1:]:
+        return None
+    keys = list(zip(dtypes, shapes, strict=True))
+    sizes: dict[tuple[str, str], int] = {}
+    aligns: dict[tuple[str, str], int] = {}
+    for key in dict.fromkeys(keys):
+        found = _size(*key)
+        if found is None:
             return None
-    sized: list[tuple[int, int]] = list(map(kinds.__getitem__, zip(dtypes, shapes, strict=True)))  # type: ignore[arg-type]
-    if list(map(sub, ends, begins)) != [s[0] for s in sized]:
+        sizes[key], aligns[key] = found
+    # Every span must equal its size: the ends are the running sums.
+    ends = list(accumulate(map(sizes.__getitem__, keys)))
+    if list(map(int, end_text)) != ends or 8 + header_size + ends[-1] != file_size:
         return None
+    begins = [0, *ends[:-1]]
     # data_start is a multiple of 8 and every alignment divides 8.
-    if any(map(mod, begins, [s[1] for s in sized])):
+    if max(aligns.values()) > 1 and any(map(mod, begins, map(aligns.__getitem__, keys))):
         return None
     return Clean(index=index, dtypes=dtypes, shapes=shapes, begins=begins, ends=ends, metadata=metadata)
