@@ -27,9 +27,10 @@ from validator._json import U64_MAX
 # then the two offsets as one group, then "," or "}".  The loose classes
 # keep the regex fast; the kinds and offsets are checked strictly after.
 _ENTRY: Final = re.compile(
-    r'"([^"\\\x00-\x1f]*)":\{"dtype":"([^"]*)","shape":\[([0-9,]*)\],"data_offsets":\[([0-9]+,[0-9]+)\]\}([,}])'
+    r'"([^"\\\x00-\x1f]*)":\{"dtype":"([^"]*","shape":\[[0-9,]*)\],"data_offsets":\[([0-9]+,[0-9]+)\]\}([,}])'
 )
-_GROUPS: Final = 6  # the gap before a match plus its five groups
+_GROUPS: Final = 5  # the gap before a match plus its four groups
+_KIND_CUT: Final = '","shape":['  # splits a kind group into dtype and shape
 _INT: Final = r"(?:0|[1-9][0-9]{0,18})"  # at most 19 ASCII digits: always below 2^64
 _DIMS: Final = re.compile(f"(?:{_INT}(?:,{_INT})*)?")
 _OFFSET_PAIRS: Final = re.compile(f"{_INT},{_INT}(?:;{_INT},{_INT})*")
@@ -42,24 +43,28 @@ _SUSPICIOUS_NON_ASCII: Final = re.compile("[\x7f-\x9f\u200e\u200f\u202a-\u202e\u
 class Clean:
     """A header proven clean: column lists in document (= data) order."""
 
-    __slots__ = ("begins", "dtypes", "ends", "index", "metadata", "shapes")
+    __slots__ = ("begins", "ends", "index", "kinds", "metadata")
 
     def __init__(
         self,
         *,
         index: dict[str, int],
-        dtypes: list[str],
-        shapes: list[str],
+        kinds: list[str],
         begins: list[int],
         ends: list[int],
         metadata: dict[str, str] | None,
     ) -> None:
         self.index = index
-        self.dtypes = dtypes
-        self.shapes = shapes
+        self.kinds = kinds
         self.begins = begins
         self.ends = ends
         self.metadata = metadata
+
+
+def parse_kind(kind: str) -> tuple[str, tuple[int, ...]]:
+    """A kind column value (`F32","shape":[4,4`) as dtype and shape."""
+    dtype, shape = kind.split(_KIND_CUT)
+    return dtype, parse_shape(shape)
 
 
 def parse_shape(text: str) -> tuple[int, ...]:
@@ -67,8 +72,10 @@ def parse_shape(text: str) -> tuple[int, ...]:
     return tuple(map(int, text.split(","))) if text else ()
 
 
-def _size(dtype: str, shape: str) -> tuple[int, int] | None:
+def _size(dtype: str, shape: str = "", *more: str) -> tuple[int, int] | None:
     """(bytes, alignment) of a clean tensor, or None if anything is off."""
+    if more:
+        return None
     bits = DTYPE_BITS.get(dtype)
     if bits is None or _DIMS.fullmatch(shape) is None:
         return None
@@ -101,7 +108,7 @@ def clean_table(text: str, header_size: int, file_size: int) -> Clean | None:
     # The text is exactly lead + entry + "," + ... + entry + "}" + padding.
     if parts[_GROUPS:-1:_GROUPS].count("") != k - 1 or parts[-1].strip(" "):
         return None
-    terms = parts[5::_GROUPS]
+    terms = parts[4::_GROUPS]
     if terms[-1] != "}" or terms.count(",") != k - 1:
         return None
     lead = parts[0]
@@ -118,9 +125,8 @@ def clean_table(text: str, header_size: int, file_size: int) -> Clean | None:
     index = dict(zip(names, range(k), strict=True))
     if len(index) != k or "" in index or "__metadata__" in index:
         return None
-    dtypes = parts[2::_GROUPS]
-    shapes = parts[3::_GROUPS]
-    offsets = ";".join(parts[4::_GROUPS])
+    kinds = parts[2::_GROUPS]
+    offsets = ";".join(parts[3::_GROUPS])
     if _OFFSET_PAIRS.fullmatch(offsets) is None:
         return None
     numbers = offsets.replace(";", ",").split(",")
@@ -129,20 +135,19 @@ def clean_table(text: str, header_size: int, file_size: int) -> Clean | None:
     # Contiguity, compared as text: a canonical integer has one spelling.
     if begin_text[0] != "0" or end_text[:-1] != begin_text[1:]:
         return None
-    keys = list(zip(dtypes, shapes, strict=True))
-    sizes: dict[tuple[str, str], int] = {}
-    aligns: dict[tuple[str, str], int] = {}
-    for key in dict.fromkeys(keys):
-        found = _size(*key)
+    sizes: dict[str, int] = {}
+    aligns: dict[str, int] = {}
+    for kind in dict.fromkeys(kinds):
+        found = _size(*kind.split(_KIND_CUT))
         if found is None:
             return None
-        sizes[key], aligns[key] = found
+        sizes[kind], aligns[kind] = found
     # Every span must equal its size: the ends are the running sums.
-    ends = list(accumulate(map(sizes.__getitem__, keys)))
+    ends = list(accumulate(map(sizes.__getitem__, kinds)))
     if list(map(int, end_text)) != ends or 8 + header_size + ends[-1] != file_size:
         return None
     begins = [0, *ends[:-1]]
     # data_start is a multiple of 8 and every alignment divides 8.
-    if max(aligns.values()) > 1 and any(map(mod, begins, map(aligns.__getitem__, keys))):
+    if max(aligns.values()) > 1 and any(map(mod, begins, map(aligns.__getitem__, kinds))):
         return None
-    return Clean(index=index, dtypes=dtypes, shapes=shapes, begins=begins, ends=ends, metadata=metadata)
+    return Clean(index=index, kinds=kinds, begins=begins, ends=ends, metadata=metadata)

@@ -11,7 +11,7 @@ from validator._dtypes import DTYPE_BITS
 from validator._rules import Profile, Rule, Severity
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
 
 @dataclass(frozen=True)
@@ -109,25 +109,30 @@ class TensorTable(Mapping[str, TensorInfo]):
 
     The canonical fast path leaves a header as columns; a TensorInfo is made
     only when asked for, so a 100,000-tensor report costs no per-tensor
-    objects until it is read.  Shapes are kept as their JSON text ("4,4").
+    objects until it is read.  ``parse`` turns a kind column value into
+    dtype and shape.
     """
 
-    __slots__ = ("_begins", "_dtypes", "_ends", "_index", "_shapes")
+    __slots__ = ("_begins", "_ends", "_index", "_kinds", "_parse")
 
     def __init__(
-        self, index: dict[str, int], dtypes: list[str], shapes: list[str], begins: list[int], ends: list[int]
+        self,
+        index: dict[str, int],
+        kinds: list[str],
+        begins: list[int],
+        ends: list[int],
+        parse: Callable[[str], tuple[str, tuple[int, ...]]],
     ) -> None:
         self._index = index
-        self._dtypes = dtypes
-        self._shapes = shapes
+        self._kinds = kinds
         self._begins = begins
         self._ends = ends
+        self._parse = parse
 
     def __getitem__(self, name: str) -> TensorInfo:
         i = self._index[name]
-        text = self._shapes[i]
-        shape = tuple(map(int, text.split(","))) if text else ()
-        return TensorInfo(self._dtypes[i], shape, (self._begins[i], self._ends[i]))
+        dtype, shape = self._parse(self._kinds[i])
+        return TensorInfo(dtype, shape, (self._begins[i], self._ends[i]))
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._index)

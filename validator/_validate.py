@@ -10,7 +10,7 @@ import os
 import stat
 from typing import IO, TYPE_CHECKING, Union
 
-from validator._canonical import Clean, clean_table
+from validator._canonical import Clean, clean_table, parse_kind
 from validator._check import Checker
 from validator._errors import InvalidFileError, SourceError
 from validator._findings import Report, TensorInfo, TensorTable
@@ -58,7 +58,7 @@ def check_buffer(
                 findings=(),
                 file_size=file_size,
                 header_size=n,
-                tensors=TensorTable(clean.index, clean.dtypes, clean.shapes, clean.begins, clean.ends),
+                tensors=TensorTable(clean.index, clean.kinds, clean.begins, clean.ends, parse_kind),
                 metadata=clean.metadata,
                 path=path,
             )
