@@ -18,7 +18,7 @@ from test_rules import CASES
 
 import validator
 from validator import _validate
-from validator._canonical import clean_table
+from validator._canonical import clean_json_table, clean_table
 
 DTYPES = ["F32", "F16", "BF16", "U8", "I64", "F64", "F4", "F6_E2M3", "BOOL", "C64", "F8_E4M3", "X9"]
 NAMES = [
@@ -61,7 +61,10 @@ def _canonical_file(rng: random.Random) -> bytes:
         name = rng.choice(NAMES) if rng.random() < 0.2 else f"t{i}"
         header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + size]}
         offset += size
-    raw = json.dumps(header, separators=(",", ":"), ensure_ascii=rng.random() < 0.5).encode()
+    style = rng.random()
+    separators = (",", ":") if style < 0.6 else (", ", ": ")
+    indent = 1 if style > 0.9 else None
+    raw = json.dumps(header, separators=separators, indent=indent, ensure_ascii=rng.random() < 0.5).encode()
     if rng.random() < 0.8:
         raw += b" " * (-len(raw) % 8)
     return struct.pack("<Q", len(raw)) + raw + b"\0" * min(offset, 4096)
@@ -116,6 +119,18 @@ def _report(blob: bytes, profile: str, *, canonical: bool) -> tuple[object, ...]
     return (r.findings, tensors, metadata, r.header_size, r.file_size, r.valid, r.suppressed)
 
 
+def _spaced(blob: bytes) -> bytes:
+    """The same file with ", " and ": " separators (the JSON path's input)."""
+    if len(blob) < 8:
+        return blob
+    n = struct.unpack("<Q", blob[:8])[0]
+    if n > len(blob) - 8:
+        return blob
+    header = blob[8 : 8 + n].replace(b'":', b'": ').replace(b',"', b', "')
+    header += b" " * (-len(header) % 8)
+    return struct.pack("<Q", len(header)) + header + blob[8 + n :]
+
+
 def _took_fast_path(blob: bytes) -> bool:
     if len(blob) < 8:
         return False
@@ -126,7 +141,7 @@ def _took_fast_path(blob: bytes) -> bool:
         text = blob[8 : 8 + n].decode()
     except UnicodeDecodeError:
         return False
-    return clean_table(text, n, len(blob)) is not None
+    return (clean_table(text, n, len(blob)) or clean_json_table(text, n, len(blob))) is not None
 
 
 def _assert_same(blob: bytes) -> None:
@@ -149,11 +164,61 @@ def test_random_canonical_files_and_mutations_agree() -> None:
     assert slow > 500, slow
 
 
-@pytest.mark.parametrize(
-    "blob", [c.blob for c in CASES] + [c[1] for c in TABLE] + [c[1] for c in PATHOLOGICAL[:3]] + [VALID]
-)
+HAND_MADE = [c.blob for c in CASES] + [c[1] for c in TABLE] + [c[1] for c in PATHOLOGICAL[:3]] + [VALID]
+
+
+@pytest.mark.parametrize("blob", HAND_MADE)
 def test_hand_made_files_agree(blob: bytes) -> None:
     _assert_same(blob)
+
+
+@pytest.mark.parametrize("blob", [_spaced(b) for b in HAND_MADE])
+def test_hand_made_files_with_spaced_separators_agree(blob: bytes) -> None:
+    _assert_same(blob)
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        '{"t": {"dtype": "F32", "shape": [[1]], "data_offsets": [0, 4]}}',
+        '{"t": {"dtype": "F32", "shape": [{"a": 1}], "data_offsets": [0, 4]}}',
+        '{"t": {"dtype": "F32", "shape": [0, 1180591620717411303424], "data_offsets": [0, 0]}}',
+        '{"t": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}, "t": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}',
+        '{"__metadata__": {"a": "1", "a": "2"}, "t": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}',
+        '{"__metadata__": {"a": 1}, "t": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}',
+        '{"t": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4], "dtype": "F32"}}',
+        '{"t": {"dtype": "F32", "shape": [true], "data_offsets": [0, 4]}}',
+        '{"t": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4.0]}}',
+        '{"t": {"dtype": "F32", "shape": [1], "data_offsets": [-0, 4]}}',
+        '{"t": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}, "__metadata__": null}',
+        '{"t": {"shape": [1], "dtype": "F32", "data_offsets": [0, 4]}}',
+        '{"b": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}, "a": {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]}}',
+        '{"t": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}, "u": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}',
+        '{"t": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]} , "u": {"dtype": "F32", "shape": [0], "data_offsets": [4, 4]}}',
+        '{"t":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}, "x": NaN}',
+        '{"t": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}, "u": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}}',
+        '{"u": {"dtype": "F16", "shape": [2], "data_offsets": [4, 8]}, "t": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}',
+    ],
+)
+def test_json_path_hostile_headers_agree(header: str) -> None:
+    raw = header.encode()
+    raw += b" " * (-len(raw) % 8)
+    for data in (b"", b"\0" * 4, b"\0" * 8):
+        _assert_same(struct.pack("<Q", len(raw)) + raw + data)
+
+
+def test_json_path_answers_for_spaced_and_reordered_headers() -> None:
+    header = '{"u": {"dtype": "F16", "shape": [2], "data_offsets": [4, 8]}, "t": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}'
+    raw = header.encode() + b" " * (-len(header) % 8)
+    blob = struct.pack("<Q", len(raw)) + raw + b"\0" * 8
+    assert _took_fast_path(blob)
+    report = validator.validate(blob)
+    assert report.findings == ()
+    assert report.tensors is not None
+    assert dict(report.tensors) == {
+        "u": validator.TensorInfo("F16", (2,), (4, 8)),
+        "t": validator.TensorInfo("F32", (1,), (0, 4)),
+    }
 
 
 def test_fast_path_answers_for_the_valid_fixture() -> None:

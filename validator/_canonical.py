@@ -15,13 +15,17 @@
 # test checks that both paths give the same Report.
 from __future__ import annotations
 
+import json
 import re
 from itertools import accumulate
-from operator import mod
-from typing import Final
+from operator import mod, sub
+from typing import TYPE_CHECKING, Any, Final
 
 from validator._dtypes import DTYPE_BITS
 from validator._json import U64_MAX
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 # One entry, loosely: the name, then dtype and shape as one "kind" group,
 # then the two offsets as one group, then "," or "}".  The loose classes
@@ -37,23 +41,31 @@ _OFFSET_PAIRS: Final = re.compile(f"{_INT},{_INT}(?:;{_INT},{_INT})*")
 _STR: Final = r'"[^"\\\x00-\x1f]*"'
 _METADATA: Final = re.compile(r'\{"__metadata__":\{((?:' + _STR + ":" + _STR + "(?:," + _STR + ":" + _STR + r")*)?)\},")
 _PAIR: Final = re.compile(r'"([^"]*)":"([^"]*)"')
+# What tensor-name-suspicious flags, and every other control character.
+_BAD_CHAR: Final = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _SUSPICIOUS_NON_ASCII: Final = re.compile("[\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 class Clean:
-    """A header proven clean: column lists in document (= data) order."""
+    """A header proven clean, as column lists in document order.
 
-    __slots__ = ("begins", "ends", "index", "kinds", "metadata")
+    ``kinds`` holds what ``parse`` turns into dtype and shape: the text of
+    the canonical path, or (dtype, shape) tuples from the JSON path.
+    """
+
+    __slots__ = ("begins", "ends", "index", "kinds", "metadata", "parse")
 
     def __init__(
         self,
         *,
         index: dict[str, int],
-        kinds: list[str],
+        kinds: list[Any],
         begins: list[int],
         ends: list[int],
         metadata: dict[str, str] | None,
+        parse: Callable[[Any], tuple[str, tuple[int, ...]]],
     ) -> None:
+        self.parse = parse
         self.index = index
         self.kinds = kinds
         self.begins = begins
@@ -150,4 +162,121 @@ def clean_table(text: str, header_size: int, file_size: int) -> Clean | None:
     # data_start is a multiple of 8 and every alignment divides 8.
     if max(aligns.values()) > 1 and any(map(mod, begins, map(aligns.__getitem__, kinds))):
         return None
-    return Clean(index=index, kinds=kinds, begins=begins, ends=ends, metadata=metadata)
+    return Clean(index=index, kinds=kinds, begins=begins, ends=ends, metadata=metadata, parse=parse_kind)
+
+
+# --- the JSON path: any well-formed header without escapes ---------------
+#
+# For headers in another layout (spaces after separators, another key
+# order, entries not in data order) the C json module builds dicts, which
+# drop duplicate keys silently.  Without a backslash no string can hold a
+# quote, so every '":' in the text ends a key; when no quote is followed by
+# whitespace, those are all the keys, and their count must equal the keys
+# the dicts kept.
+
+_KEY_SPACE: Final = ('" ', '"\t', '"\n', '"\r')
+
+
+class _Refused(Exception):
+    pass
+
+
+def _refuse(_: str) -> None:
+    raise _Refused
+
+
+def _same(kind: tuple[str, tuple[int, ...]]) -> tuple[str, tuple[int, ...]]:
+    return kind
+
+
+def _size_of(kind: tuple[str, tuple[int, ...]]) -> tuple[int, int] | None:
+    """(bytes, alignment) for a (dtype, shape) pair, or None if anything is off."""
+    dtype, shape = kind
+    bits = DTYPE_BITS.get(dtype)
+    if bits is None:
+        return None
+    count = 1
+    for dim in shape:
+        if type(dim) is not int or not 0 <= dim <= U64_MAX:
+            return None
+        count *= dim
+        if count > U64_MAX:
+            return None
+    nbits = count * bits
+    if nbits > U64_MAX or nbits % 8:
+        return None
+    nbytes = nbits // 8
+    return nbytes, (bits // 8 if nbytes and bits > 8 else 1)
+
+
+def clean_json_table(text: str, header_size: int, file_size: int) -> Clean | None:
+    """Like clean_table, for any escape-free header the C json module reads."""
+    if header_size % 8 or "\\" in text or "-0" in text or not text.startswith("{"):
+        return None
+    if not text.isprintable() if text.isascii() else _BAD_CHAR.search(text) is not None:
+        return None
+    if not text.rstrip(" ").endswith("}") or any(q in text for q in _KEY_SPACE):
+        return None
+    try:
+        root = json.loads(text, parse_constant=_refuse)
+    except (ValueError, RecursionError, _Refused):
+        return None
+    if type(root) is not dict:
+        return None
+    metadata: dict[str, str] | None = None
+    keys = len(root)
+    names: list[str] = []
+    kinds: list[tuple[str, tuple[int, ...]]] = []
+    begins: list[int] = []
+    ends: list[int] = []
+    for name, value in root.items():
+        if type(value) is not dict:
+            return None
+        if name == "__metadata__":
+            if not all(type(v) is str for v in value.values()):
+                return None
+            metadata = value
+            keys += len(value)
+            continue
+        if len(value) != 3:
+            return None
+        dtype = value.get("dtype")
+        shape = value.get("shape")
+        offsets = value.get("data_offsets")
+        if type(dtype) is not str or type(shape) is not list or type(offsets) is not list or len(offsets) != 2:
+            return None
+        begin, end = offsets
+        if type(begin) is not int or type(end) is not int:
+            return None
+        names.append(name)
+        kinds.append((dtype, tuple(shape)))
+        begins.append(begin)
+        ends.append(end)
+    k = len(names)
+    if not k or text.count('":') != keys + 3 * k:
+        return None
+    index = dict(zip(names, range(k), strict=True))
+    if "" in index or min(begins) < 0 or max(ends) > U64_MAX:
+        return None
+    sizes: dict[tuple[str, tuple[int, ...]], int] = {}
+    aligns: dict[tuple[str, tuple[int, ...]], int] = {}
+    try:
+        distinct = dict.fromkeys(kinds)
+    except TypeError:  # a list inside a shape
+        return None
+    for kind in distinct:
+        found = _size_of(kind)
+        if found is None:
+            return None
+        sizes[kind], aligns[kind] = found
+    order = sorted(range(k), key=list(zip(begins, ends, strict=True)).__getitem__)
+    in_order = order == list(range(k))
+    sorted_begins = begins if in_order else [begins[i] for i in order]
+    sorted_ends = ends if in_order else [ends[i] for i in order]
+    if sorted_begins[0] != 0 or sorted_ends[:-1] != sorted_begins[1:] or 8 + header_size + sorted_ends[-1] != file_size:
+        return None
+    if list(map(sub, ends, begins)) != list(map(sizes.__getitem__, kinds)):
+        return None
+    if max(aligns.values()) > 1 and any(map(mod, begins, map(aligns.__getitem__, kinds))):
+        return None
+    return Clean(index=index, kinds=kinds, begins=begins, ends=ends, metadata=metadata, parse=_same)

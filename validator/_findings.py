@@ -118,10 +118,10 @@ class TensorTable(Mapping[str, TensorInfo]):
     def __init__(
         self,
         index: dict[str, int],
-        kinds: list[str],
+        kinds: list[Any],
         begins: list[int],
         ends: list[int],
-        parse: Callable[[str], tuple[str, tuple[int, ...]]],
+        parse: Callable[[Any], tuple[str, tuple[int, ...]]],
     ) -> None:
         self._index = index
         self._kinds = kinds

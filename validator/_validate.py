@@ -10,7 +10,7 @@ import os
 import stat
 from typing import IO, TYPE_CHECKING, Union
 
-from validator._canonical import Clean, clean_table, parse_kind
+from validator._canonical import Clean, clean_json_table, clean_table
 from validator._check import Checker
 from validator._errors import InvalidFileError, SourceError
 from validator._findings import Report, TensorInfo, TensorTable
@@ -58,7 +58,7 @@ def check_buffer(
                 findings=(),
                 file_size=file_size,
                 header_size=n,
-                tensors=TensorTable(clean.index, clean.kinds, clean.begins, clean.ends, parse_kind),
+                tensors=TensorTable(clean.index, clean.kinds, clean.begins, clean.ends, clean.parse),
                 metadata=clean.metadata,
                 path=path,
             )
@@ -90,7 +90,7 @@ def _clean(header: bytes, n: int, file_size: int) -> Clean | None:
         text = header.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    return clean_table(text, n, file_size)
+    return clean_table(text, n, file_size) or clean_json_table(text, n, file_size)
 
 
 def _from_buffer(buf: bytes | bytearray | memoryview, profile: Profile, path: str | None) -> Report:
