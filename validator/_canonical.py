@@ -177,7 +177,7 @@ def clean_table(text: str, header_size: int, file_size: int) -> Clean | None:
 _KEY_SPACE: Final = ('" ', '"\t', '"\n', '"\r')
 
 
-class _Refused(Exception):
+class _Refused(Exception):  # noqa: N818 - a control-flow signal, not an error
     pass
 
 
