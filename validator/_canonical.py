@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 from itertools import accumulate
-from operator import mod, sub
+from operator import itemgetter, mod, sub
 from typing import TYPE_CHECKING, Any, Final
 
 from validator._dtypes import DTYPE_BITS
@@ -223,38 +223,36 @@ def clean_json_table(text: str, header_size: int, file_size: int) -> Clean | Non
         return None
     if type(root) is not dict:
         return None
-    metadata: dict[str, str] | None = None
     keys = len(root)
-    names: list[str] = []
-    kinds: list[tuple[str, tuple[int, ...]]] = []
-    begins: list[int] = []
-    ends: list[int] = []
-    for name, value in root.items():
-        if type(value) is not dict:
+    metadata = None
+    if "__metadata__" in root:
+        metadata = root.pop("__metadata__")
+        if type(metadata) is not dict or set(map(type, metadata.values())) - {str}:
             return None
-        if name == "__metadata__":
-            if not all(type(v) is str for v in value.values()):
-                return None
-            metadata = value
-            keys += len(value)
-            continue
-        if len(value) != 3:
-            return None
-        dtype = value.get("dtype")
-        shape = value.get("shape")
-        offsets = value.get("data_offsets")
-        if type(dtype) is not str or type(shape) is not list or type(offsets) is not list or len(offsets) != 2:
-            return None
-        begin, end = offsets
-        if type(begin) is not int or type(end) is not int:
-            return None
-        names.append(name)
-        kinds.append((dtype, tuple(shape)))
-        begins.append(begin)
-        ends.append(end)
+        keys += len(metadata)
+    # Column by column, in C: every entry a 3-key object of the right types.
+    names = list(root)
+    values = list(root.values())
     k = len(names)
-    if not k or text.count('":') != keys + 3 * k:
+    if not k or set(map(type, values)) != {dict} or set(map(len, values)) != {3}:
         return None
+    try:
+        dtypes = list(map(itemgetter("dtype"), values))
+        shapes = list(map(itemgetter("shape"), values))
+        offsets = list(map(itemgetter("data_offsets"), values))
+    except KeyError:
+        return None
+    if set(map(type, dtypes)) != {str} or set(map(type, shapes)) != {list} or set(map(type, offsets)) != {list}:
+        return None
+    if set(map(len, offsets)) != {2}:
+        return None
+    begins = list(map(itemgetter(0), offsets))
+    ends = list(map(itemgetter(1), offsets))
+    if set(map(type, begins)) != {int} or set(map(type, ends)) != {int}:
+        return None
+    if text.count('":') != keys + 3 * k:
+        return None
+    kinds = list(zip(dtypes, map(tuple, shapes), strict=True))
     index = dict(zip(names, range(k), strict=True))
     if "" in index or min(begins) < 0 or max(ends) > U64_MAX:
         return None
@@ -269,11 +267,18 @@ def clean_json_table(text: str, header_size: int, file_size: int) -> Clean | Non
         if found is None:
             return None
         sizes[kind], aligns[kind] = found
-    order = sorted(range(k), key=list(zip(begins, ends, strict=True)).__getitem__)
-    in_order = order == list(range(k))
-    sorted_begins = begins if in_order else [begins[i] for i in order]
-    sorted_ends = ends if in_order else [ends[i] for i in order]
-    if sorted_begins[0] != 0 or sorted_ends[:-1] != sorted_begins[1:] or 8 + header_size + sorted_ends[-1] != file_size:
+    # Contiguous in document order (the common case) implies contiguous in
+    # the reference's (begin, end) order; otherwise sort first.
+    if begins[0] != 0 or ends[:-1] != begins[1:]:
+        order = sorted(range(k), key=list(zip(begins, ends, strict=True)).__getitem__)
+        sorted_begins = [begins[i] for i in order]
+        sorted_ends = [ends[i] for i in order]
+        if sorted_begins[0] != 0 or sorted_ends[:-1] != sorted_begins[1:]:
+            return None
+        last = sorted_ends[-1]
+    else:
+        last = ends[-1]
+    if 8 + header_size + last != file_size:
         return None
     if list(map(sub, ends, begins)) != list(map(sizes.__getitem__, kinds)):
         return None
