@@ -1,10 +1,12 @@
-# Strategy: a differential test of the canonical fast path
-# (validator/_canonical.py) against the general path (C json + exact
-# parser).  Random headers in the canonical form the reference serializer
-# writes are generated and then mutated in small ways; for each file the
-# whole Report, with the fast path on and off, must be identical under both
-# profiles.  The test also counts how often the fast path answered, so that
-# it cannot pass by never taking it.
+# Strategy: a differential test of the fast paths against the exact parser.
+# validate() may answer from the canonical path or the JSON-dict path
+# (validator/_canonical.py), or from the C json path (_header._fast), and
+# otherwise from the exact parser (_json.py).  Random headers in the form
+# the reference serializer writes, in spaced and indented variants, are
+# generated and then mutated in small ways; for each file the whole Report
+# must be identical with all paths on, with the clean paths off, and with
+# only the exact parser, under both profiles.  The test also counts how
+# often the fast paths answered, so that it cannot pass by never taking them.
 from __future__ import annotations
 
 import json
@@ -17,7 +19,7 @@ from test_reference_agreement import TABLE
 from test_rules import CASES
 
 import validator
-from validator import _validate
+from validator import _header, _validate
 from validator._canonical import clean_json_table, clean_table
 
 DTYPES = ["F32", "F16", "BF16", "U8", "I64", "F64", "F4", "F6_E2M3", "BOOL", "C64", "F8_E4M3", "X9"]
@@ -72,7 +74,7 @@ def _canonical_file(rng: random.Random) -> bytes:
 
 def _mutate(rng: random.Random, blob: bytes) -> bytes:
     n = struct.unpack("<Q", blob[:8])[0]
-    choice = rng.randrange(8)
+    choice = rng.randrange(9)
     if choice == 0:
         return blob
     if choice == 1:  # one byte of the header
@@ -102,18 +104,22 @@ def _mutate(rng: random.Random, blob: bytes) -> bytes:
             return blob
         text = blob[8 : 8 + n].replace(json.dumps(names[1]).encode() + b":", json.dumps(names[0]).encode() + b":", 1)
         return struct.pack("<Q", len(text)) + text + blob[8 + n :]
+    if choice == 8:  # leading whitespace, then padding to 8 again
+        raw = rng.choice([b" ", b"\n", b"\t ", b"\r\n"]) + blob[8 : 8 + n].rstrip(b" ")
+        raw += rng.choice([b" ", b"\t", b"\n"]) * (-len(raw) % 8)
+        return struct.pack("<Q", len(raw)) + raw + blob[8 + n :]
     # unpadded header
     raw = blob[8 : 8 + n].rstrip(b" ")
     return struct.pack("<Q", len(raw)) + raw + blob[8 + n :]
 
 
-def _report(blob: bytes, profile: str, *, canonical: bool) -> tuple[object, ...]:
-    old = _validate.USE_CANONICAL
-    _validate.USE_CANONICAL = canonical
+def _report(blob: bytes, profile: str, *, canonical: bool, fast: bool = True) -> tuple[object, ...]:
+    old = _validate.USE_CANONICAL, _header.USE_FAST
+    _validate.USE_CANONICAL, _header.USE_FAST = canonical, fast
     try:
         r = validator.validate(blob, profile=profile)
     finally:
-        _validate.USE_CANONICAL = old
+        _validate.USE_CANONICAL, _header.USE_FAST = old
     tensors = None if r.tensors is None else dict(r.tensors.items())
     metadata = None if r.metadata is None else dict(r.metadata)
     return (r.findings, tensors, metadata, r.header_size, r.file_size, r.valid, r.suppressed)
@@ -146,7 +152,9 @@ def _took_fast_path(blob: bytes) -> bool:
 
 def _assert_same(blob: bytes) -> None:
     for profile in ("strict", "reference"):
-        assert _report(blob, profile, canonical=True) == _report(blob, profile, canonical=False), blob
+        exact = _report(blob, profile, canonical=False, fast=False)
+        assert _report(blob, profile, canonical=False) == exact, blob
+        assert _report(blob, profile, canonical=True) == exact, blob
 
 
 def test_random_canonical_files_and_mutations_agree() -> None:
