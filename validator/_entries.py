@@ -265,13 +265,18 @@ def _read_entry(name: str, value: Json, at: int | None, loc: Locator, out: Check
 
 
 def _read_dtype(name: str, value: Json, at: int | None, out: Checker) -> str | None:
-    path = pointer(name, "dtype")
     if type(value) is str:
         if value in DTYPE_BITS:
             return value
         hint = next((d for d in DTYPE_BITS if d.lower() == value.lower()), None)
         extra = f"; dtype names are case-sensitive, did you mean {hint!r}?" if hint else ""
-        out.add("dtype-unknown", f"tensor {name!r} has unknown dtype {value!r}{extra}", at, tensor=name, json_path=path)
+        out.add(
+            "dtype-unknown",
+            f"tensor {name!r} has unknown dtype {value!r}{extra}",
+            at,
+            tensor=name,
+            json_path=pointer(name, "dtype"),
+        )
         return None
     if type(value) is tuple and len(value) == 1:
         variant, unit = value[0]
@@ -282,7 +287,7 @@ def _read_dtype(name: str, value: Json, at: int | None, out: Checker) -> str | N
                 f"tensor {name!r} writes its dtype as {{{variant!r}: null}}; write the string {variant!r}",
                 at,
                 tensor=name,
-                json_path=path,
+                json_path=pointer(name, "dtype"),
             )
             return variant
     out.add(
@@ -290,7 +295,7 @@ def _read_dtype(name: str, value: Json, at: int | None, out: Checker) -> str | N
         f"tensor {name!r} has a dtype that is a JSON {kind(value)}; it must be a dtype name",
         at,
         tensor=name,
-        json_path=path,
+        json_path=pointer(name, "dtype"),
     )
     return None
 
@@ -320,14 +325,13 @@ def _read_shape(name: str, value: Json, at: int | None, loc: Locator, out: Check
 
 
 def _read_offsets(name: str, value: Json, at: int | None, loc: Locator, out: Checker) -> tuple[int, int] | None:
-    path = pointer(name, "data_offsets")
     if type(value) is not list:
         out.add(
             "offsets-invalid",
             f"tensor {name!r} has data_offsets that is a JSON {kind(value)}; it must be [begin, end]",
             at,
             tensor=name,
-            json_path=path,
+            json_path=pointer(name, "data_offsets"),
         )
         return None
     if len(value) != 2:
@@ -336,7 +340,7 @@ def _read_offsets(name: str, value: Json, at: int | None, loc: Locator, out: Che
             f"tensor {name!r} has {len(value)} data_offsets; it needs exactly 2, [begin, end]",
             at,
             tensor=name,
-            json_path=path,
+            json_path=pointer(name, "data_offsets"),
         )
         return None
     for i, item in enumerate(value):

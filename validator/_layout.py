@@ -48,7 +48,6 @@ def check_layout(entries: dict[str, Entry], header_size: int, file_size: int, ou
     for entry in placed:
         name = entry.name
         begin, end = entry.offsets  # type: ignore[misc]
-        path = pointer(name, "data_offsets")
         where = data_start + begin
         reversed_ = end < begin
         if reversed_:
@@ -57,7 +56,7 @@ def check_layout(entries: dict[str, Entry], header_size: int, file_size: int, ou
                 f"tensor {name!r} ends at {end} before it begins at {begin}",
                 where,
                 tensor=name,
-                json_path=path,
+                json_path=pointer(name, "data_offsets"),
             )
         elif complete and begin != cursor:
             if begin > cursor:
@@ -68,7 +67,7 @@ def check_layout(entries: dict[str, Entry], header_size: int, file_size: int, ou
                     f"and tensor {name!r} (begins at {begin})",
                     data_start + cursor,
                     tensor=name,
-                    json_path=path,
+                    json_path=pointer(name, "data_offsets"),
                 )
             else:
                 out.add(
@@ -76,7 +75,7 @@ def check_layout(entries: dict[str, Entry], header_size: int, file_size: int, ou
                     f"tensor {name!r} [{begin}, {end}) overlaps tensor {previous!r}, which ends at {cursor}",
                     where,
                     tensor=name,
-                    json_path=path,
+                    json_path=pointer(name, "data_offsets"),
                 )
         if entry.dtype is not None and entry.shape is not None:
             bits = DTYPE_BITS[entry.dtype]
@@ -104,7 +103,7 @@ def check_layout(entries: dict[str, Entry], header_size: int, file_size: int, ou
                     f"but data_offsets [{begin}, {end}) span {end - begin}",
                     where,
                     tensor=name,
-                    json_path=path,
+                    json_path=pointer(name, "data_offsets"),
                 )
             elif not reversed_ and end > begin and bits % 8 == 0 and bits > 8 and where % (bits // 8):
                 out.add(
@@ -113,7 +112,7 @@ def check_layout(entries: dict[str, Entry], header_size: int, file_size: int, ou
                     f"not a multiple of {bits // 8}; loading it needs a copy",
                     where,
                     tensor=name,
-                    json_path=path,
+                    json_path=pointer(name, "data_offsets"),
                 )
         if reversed_:
             cursor = max(cursor, begin)
