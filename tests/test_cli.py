@@ -23,7 +23,7 @@ LEADING_SPACE = st(' {"w":' + entry("F32", (1,), (0, 4)) + "}", b"\0" * 4)  # st
 UNALIGNED = st("{}", pad=False)  # warning only
 LINE = re.compile(r"^(?P<path>.+):(?P<offset>\d*): (?P<code>ST\d{3}) (?P<slug>[a-z0-9-]+) (?P<message>.+)$")
 SUMMARY = re.compile(
-    r"^\d+ files? checked \((strict|reference)\): \d+ valid, \d+ invalid; \d+ errors, \d+ warnings(; \d+ unreadable)?$"
+    r"^\d+ files? checked \((strict|reference)\): \d+ valid, \d+ invalid; \d+ errors, \d+ warnings(; \d+ more findings not listed \(1000 per rule kept\))?(; \d+ unreadable)?$"
 )
 
 
@@ -178,9 +178,27 @@ def test_json_output(tmp_path, capsys) -> None:
     assert set(doc) == {"tool", "version", "profile", "files", "summary"}
     assert doc["tool"] == "stcheck"
     assert doc["profile"] == "strict"
-    assert doc["summary"] == {"files": 2, "valid": 1, "invalid": 1, "errors": 1, "warnings": 0, "unreadable": []}
+    assert doc["summary"] == {
+        "files": 2,
+        "valid": 1,
+        "invalid": 1,
+        "errors": 1,
+        "warnings": 0,
+        "suppressed": 0,
+        "unreadable": [],
+    }
     first, second = doc["files"]
-    assert set(first) == {"path", "valid", "profile", "file_size", "header_size", "findings", "tensors", "metadata"}
+    assert set(first) == {
+        "path",
+        "valid",
+        "profile",
+        "file_size",
+        "header_size",
+        "findings",
+        "tensors",
+        "metadata",
+        "suppressed",
+    }
     assert (first["path"], first["valid"], first["findings"]) == (ok, True, [])
     assert first["tensors"] == {"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}
     assert first["metadata"] == {"format": "pt"}
@@ -304,3 +322,20 @@ def test_no_numpy_or_torch_at_startup(tmp_path, body: str) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_suppressed_findings_are_counted_in_both_formats(tmp_path, capsys) -> None:
+    # 1,500 duplicate tensor names with invalid entries: 1,500 findings of
+    # tensor-entry-invalid and 1,499 of duplicate-key; 1000 of each are kept.
+    body = "{" + ",".join(['"a":0'] * 1500) + "}"
+    path = _write(tmp_path, "dups.safetensors", st(body))
+    code, out, _ = _run(capsys, "check", path)
+    assert code == 1
+    lines = out.splitlines()
+    assert len(lines) == 2001
+    assert SUMMARY.match(lines[-1])
+    assert lines[-1].endswith("2000 errors, 0 warnings; 999 more findings not listed (1000 per rule kept)")
+    code, out, _ = _run(capsys, "check", "--format", "json", path)
+    doc = json.loads(out)
+    assert doc["summary"]["suppressed"] == 999
+    assert doc["files"][0]["suppressed"] == 999

@@ -85,10 +85,12 @@ def run_check(args: argparse.Namespace) -> int:
     invalid = sum(not r.valid for r in reports)
     n_err = sum(len(r.errors) for r in reports)
     n_warn = sum(len(r.warnings) for r in reports)
+    n_sup = sum(r.suppressed for r in reports)
     if text:
         print(
             f"{len(reports)} file{'s' if len(reports) != 1 else ''} checked ({args.profile}): "
             f"{len(reports) - invalid} valid, {invalid} invalid; {n_err} errors, {n_warn} warnings"
+            + (f"; {n_sup} more findings not listed (1000 per rule kept)" if n_sup else "")
             + (f"; {len(errors)} unreadable" if errors else "")
         )
     else:
@@ -103,6 +105,7 @@ def run_check(args: argparse.Namespace) -> int:
                 "invalid": invalid,
                 "errors": n_err,
                 "warnings": n_warn,
+                "suppressed": n_sup,
                 "unreadable": errors,
             },
         }

@@ -213,4 +213,5 @@ class Report:
             "findings": [f.to_json() for f in self.findings],
             "tensors": None if self.tensors is None else {name: info.to_json() for name, info in self.tensors.items()},
             "metadata": None if self.metadata is None else dict(self.metadata),
+            "suppressed": self.suppressed,
         }
