@@ -20,7 +20,7 @@ from test_rules import CASES
 
 import validator
 from validator import _header, _validate
-from validator._canonical import clean_json_table, clean_table
+from validator._canonical import UNCLEAN, clean_json_table, clean_table
 
 DTYPES = ["F32", "F16", "BF16", "U8", "I64", "F64", "F4", "F6_E2M3", "BOOL", "C64", "F8_E4M3", "X9"]
 NAMES = [
@@ -147,7 +147,10 @@ def _took_fast_path(blob: bytes) -> bool:
         text = blob[8 : 8 + n].decode()
     except UnicodeDecodeError:
         return False
-    return (clean_table(text, n, len(blob)) or clean_json_table(text, n, len(blob))) is not None
+    clean = clean_table(text, n, len(blob))
+    if clean is UNCLEAN:
+        return False
+    return (clean or clean_json_table(text, n, len(blob))) is not None
 
 
 def _assert_same(blob: bytes) -> None:

@@ -36,6 +36,7 @@ _ENTRY: Final = re.compile(
 _GROUPS: Final = 5  # the gap before a match plus its four groups
 _KIND_CUT: Final = '","shape":['  # splits a kind group into dtype and shape
 _INT: Final = r"(?:0|[1-9][0-9]{0,18})"  # at most 19 ASCII digits: always below 2^64
+_LONG_NUMBER: Final = re.compile("[0-9]{20}")
 _DIMS: Final = re.compile(f"(?:{_INT}(?:,{_INT})*)?")
 _OFFSET_PAIRS: Final = re.compile(f"{_INT},{_INT}(?:;{_INT},{_INT})*")
 _STR: Final = r'"[^"\\\x00-\x1f]*"'
@@ -84,6 +85,9 @@ def parse_shape(text: str) -> tuple[int, ...]:
     return tuple(map(int, text.split(","))) if text else ()
 
 
+UNCLEAN: Final = Clean(index={}, kinds=[], begins=[], ends=[], metadata=None, parse=parse_kind)
+
+
 def _size(dtype: str, shape: str = "", *more: str) -> tuple[int, int] | None:
     """(bytes, alignment) of a clean tensor, or None if anything is off."""
     if more:
@@ -105,7 +109,11 @@ def _size(dtype: str, shape: str = "", *more: str) -> tuple[int, int] | None:
 
 
 def clean_table(text: str, header_size: int, file_size: int) -> Clean | None:
-    """The header's table if the header is canonical and every check passes."""
+    """The header's table if the header is canonical and every check passes.
+
+    None when the header is not canonical; UNCLEAN when it is but some
+    check fails (the caller then skips the JSON path).
+    """
     if header_size % 8 or "\\" in text:
         return None
     if text.isascii():
@@ -135,8 +143,10 @@ def clean_table(text: str, header_size: int, file_size: int) -> Clean | None:
             return None
     names = parts[1::_GROUPS]
     index = dict(zip(names, range(k), strict=True))
+    # From here on the text is proven canonical, so a failed check means a
+    # finding, which the JSON path would meet as well.
     if len(index) != k or "" in index or "__metadata__" in index:
-        return None
+        return UNCLEAN
     kinds = parts[2::_GROUPS]
     offsets = ";".join(parts[3::_GROUPS])
     if _OFFSET_PAIRS.fullmatch(offsets) is None:
@@ -146,22 +156,23 @@ def clean_table(text: str, header_size: int, file_size: int) -> Clean | None:
     end_text = numbers[1::2]
     # Contiguity, compared as text: a canonical integer has one spelling.
     if begin_text[0] != "0" or end_text[:-1] != begin_text[1:]:
-        return None
+        return UNCLEAN
     sizes: dict[str, int] = {}
     aligns: dict[str, int] = {}
     for kind in dict.fromkeys(kinds):
         found = _size(*kind.split(_KIND_CUT))
         if found is None:
-            return None
+            # A 20-digit dimension may still be clean JSON; let that path see it.
+            return None if _LONG_NUMBER.search(kind) else UNCLEAN
         sizes[kind], aligns[kind] = found
     # Every span must equal its size: the ends are the running sums.
     ends = list(accumulate(map(sizes.__getitem__, kinds)))
     if list(map(int, end_text)) != ends or 8 + header_size + ends[-1] != file_size:
-        return None
+        return UNCLEAN
     begins = [0, *ends[:-1]]
     # data_start is a multiple of 8 and every alignment divides 8.
     if max(aligns.values()) > 1 and any(map(mod, begins, map(aligns.__getitem__, kinds))):
-        return None
+        return UNCLEAN
     return Clean(index=index, kinds=kinds, begins=begins, ends=ends, metadata=metadata, parse=parse_kind)
 
 

@@ -10,7 +10,7 @@ import os
 import stat
 from typing import IO, TYPE_CHECKING, Union
 
-from validator._canonical import Clean, clean_json_table, clean_table
+from validator._canonical import UNCLEAN, Clean, clean_json_table, clean_table
 from validator._check import Checker
 from validator._errors import InvalidFileError, SourceError
 from validator._findings import Report, TensorInfo, TensorTable
@@ -90,7 +90,10 @@ def _clean(header: bytes, n: int, file_size: int) -> Clean | None:
         text = header.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    return clean_table(text, n, file_size) or clean_json_table(text, n, file_size)
+    clean = clean_table(text, n, file_size)
+    if clean is UNCLEAN:
+        return None
+    return clean or clean_json_table(text, n, file_size)
 
 
 def _from_buffer(buf: bytes | bytearray | memoryview, profile: Profile, path: str | None) -> Report:
