@@ -50,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code."""
     parser = build_parser()
