@@ -1,18 +1,21 @@
-# Strategy: the canonical fast path.  Nearly every file in the wild has the
-# header the reference serializer writes: `{` + optional `"__metadata__"` map
-# of plain strings + entries `"name":{"dtype":"X","shape":[..],
-# "data_offsets":[b,e]}` in data order + space padding.  One regex `split`
-# (in C) cuts such a header into its fields; the gaps between the matches
-# must all be empty, which proves the text is exactly a sequence of entries,
-# i.e. valid JSON with these values.  The checks then run over whole columns
-# (list equality, map, set) instead of per entry in Python.
+# Strategy: the two "clean" fast paths, tried before any finding-producing
+# code.  Each only ever answers "clean": no finding of any rule, warnings
+# included; on anything else it returns None (or UNCLEAN) and the general
+# path (C json in _header._fast, then the exact parser in _json.py) decides
+# and locates every finding.  test_fast_paths.py checks that every path
+# gives the same Report as the exact parser alone.
 #
-# This path only ever answers "clean": no finding of any rule, warnings
-# included.  On anything else (a key escaped with a backslash, another field
-# order, a hole, a zero-size tensor in a shared slot, an unaligned tensor, a
-# number over 19 digits, ...) it returns None and the general path (C json,
-# then the exact parser) decides and locates every finding.  A differential
-# test checks that both paths give the same Report.
+# 1. Canonical headers, as the reference serializer writes them: `{` +
+#    optional `"__metadata__"` map of plain strings + entries
+#    `"name":{"dtype":"X","shape":[..],"data_offsets":[b,e]}` in data order
+#    + space padding.  One regex `split` (in C) cuts the header into
+#    columns; the gaps between the matches must all be empty, which proves
+#    the text is exactly a sequence of entries, i.e. valid JSON with these
+#    values.  The checks then run over whole columns (list equality, map,
+#    accumulate) instead of per entry in Python.
+# 2. Any escape-free header (spaced, reordered, entries out of data order):
+#    plain C json dicts, duplicates detected by counting keys in the text,
+#    the same column-wise checks.
 from __future__ import annotations
 
 import json
