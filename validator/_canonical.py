@@ -42,9 +42,14 @@ _INT: Final = r"(?:0|[1-9][0-9]{0,18})"  # at most 19 ASCII digits: always below
 _LONG_NUMBER: Final = re.compile("[0-9]{20}")
 _DIMS: Final = re.compile(f"(?:{_INT}(?:,{_INT})*)?")
 _OFFSET_PAIRS: Final = re.compile(f"{_INT},{_INT}(?:;{_INT},{_INT})*")
-_STR: Final = r'"[^"\\\x00-\x1f]*"'
-_METADATA: Final = re.compile(r'\{"__metadata__":\{((?:' + _STR + ":" + _STR + "(?:," + _STR + ":" + _STR + r")*)?)\},")
-_PAIR: Final = re.compile(r'"([^"]*)":"([^"]*)"')
+
+
+class _Pairs(list):  # type: ignore[type-arg]
+    """A JSON object as its (key, value) pairs, duplicates kept."""
+
+
+# Reads one JSON value; objects become _Pairs, NaN and Infinity None.
+_METADATA_SCAN: Final = json.JSONDecoder(object_pairs_hook=_Pairs, parse_constant=lambda _: None).raw_decode
 # What tensor-name-suspicious flags, and every other control character.
 _BAD_CHAR: Final = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _SUSPICIOUS_NON_ASCII: Final = re.compile("[\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
@@ -117,33 +122,40 @@ def clean_table(text: str, header_size: int, file_size: int) -> Clean | None:
     None when the header is not canonical; UNCLEAN when it is but some
     check fails (the caller then skips the JSON path).
     """
-    if header_size % 8 or "\\" in text:
+    if header_size % 8 or "\\" in text or not text.startswith('{"'):
         return None
-    if text.isascii():
-        if "\x7f" in text:
+    metadata: dict[str, str] | None = None
+    start = 1
+    if text.startswith('{"__metadata__":'):
+        # The metadata map is read by the C scanner alone (a long value would
+        # make the entry regex backtrack over it); without a backslash in
+        # the text its strings are plain.
+        try:
+            pairs, start = _METADATA_SCAN(text, len('{"__metadata__":'))
+        except ValueError:
             return None
-    elif _SUSPICIOUS_NON_ASCII.search(text) is not None:
+        if type(pairs) is not _Pairs or set(map(type, map(itemgetter(1), pairs))) - {str}:
+            return None
+        metadata = dict(pairs)
+        if len(metadata) != len(pairs) or not text.startswith(',"', start):
+            return None
+        start += 1
+    body = text[start:] if start > 1 else text
+    if body.isascii():
+        if "\x7f" in body:
+            return None
+    elif _SUSPICIOUS_NON_ASCII.search(body) is not None:
         return None
-    parts = _ENTRY.split(text)
+    parts = _ENTRY.split(body)
     k = len(parts) // _GROUPS
     if k == 0:
         return None
     # The text is exactly lead + entry + "," + ... + entry + "}" + padding.
-    if parts[_GROUPS:-1:_GROUPS].count("") != k - 1 or parts[-1].strip(" "):
+    if parts[0] != ("{" if start == 1 else "") or parts[_GROUPS:-1:_GROUPS].count("") != k - 1 or parts[-1].strip(" "):
         return None
     terms = parts[4::_GROUPS]
     if terms[-1] != "}" or terms.count(",") != k - 1:
         return None
-    lead = parts[0]
-    metadata: dict[str, str] | None = None
-    if lead != "{":
-        m = _METADATA.fullmatch(lead)
-        if m is None:
-            return None
-        pairs = _PAIR.findall(m.group(1))
-        metadata = dict(pairs)
-        if len(metadata) != len(pairs):
-            return None
     names = parts[1::_GROUPS]
     index = dict(zip(names, range(k), strict=True))
     # From here on the text is proven canonical, so a failed check means a

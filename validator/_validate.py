@@ -51,17 +51,24 @@ def check_buffer(
     table = None
     if n is not None:
         header = read_header(n)
-        clean = _clean(header, n, file_size) if USE_CANONICAL else None
-        if clean is not None:
-            return Report(
-                profile=profile,
-                findings=(),
-                file_size=file_size,
-                header_size=n,
-                tensors=TensorTable(clean.index, clean.kinds, clean.begins, clean.ends, clean.parse),
-                metadata=clean.metadata,
-                path=path,
-            )
+        text = _text(header) if USE_CANONICAL else None
+        if text is not None:
+            # Hold the header once, as text, while the clean paths run: a
+            # 100 MB header then costs two copies at most, not three.
+            del header
+            clean = _clean(text, n, file_size)
+            if clean is not None:
+                return Report(
+                    profile=profile,
+                    findings=(),
+                    file_size=file_size,
+                    header_size=n,
+                    tensors=TensorTable(clean.index, clean.kinds, clean.begins, clean.ends, clean.parse),
+                    metadata=clean.metadata,
+                    path=path,
+                )
+            header = text.encode("utf-8")  # exact: the text came from valid UTF-8
+            del text
         table = check_header(header, out)
         if table is not None:
             check_layout(table.entries, n, file_size, out)
@@ -85,11 +92,14 @@ def check_buffer(
     )
 
 
-def _clean(header: bytes, n: int, file_size: int) -> Clean | None:
+def _text(header: bytes) -> str | None:
     try:
-        text = header.decode("utf-8")
+        return header.decode("utf-8")
     except UnicodeDecodeError:
         return None
+
+
+def _clean(text: str, n: int, file_size: int) -> Clean | None:
     clean = clean_table(text, n, file_size)
     if clean is UNCLEAN:
         return None
@@ -114,13 +124,14 @@ def _from_buffer(buf: bytes | bytearray | memoryview, profile: Profile, path: st
 def _read_exact_fd(fd: int, offset: int, n: int) -> bytes:
     chunks = []
     while n > 0:
-        chunk = os.pread(fd, min(n, 1 << 24), offset)
+        chunk = os.pread(fd, min(n, 1 << 30), offset)
         if not chunk:
             break
         chunks.append(chunk)
         offset += len(chunk)
         n -= len(chunk)
-    return b"".join(chunks)
+    # One read is the rule for a regular file; joining would copy the header.
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def _from_fd(fd: int, profile: Profile, path: str | None) -> Report:
