@@ -41,7 +41,7 @@ _KIND_CUT: Final = '","shape":['  # splits a kind group into dtype and shape
 _INT: Final = r"(?:0|[1-9][0-9]{0,18})"  # at most 19 ASCII digits: always below 2^64
 _LONG_NUMBER: Final = re.compile("[0-9]{20}")
 _DIMS: Final = re.compile(f"(?:{_INT}(?:,{_INT})*)?")
-_OFFSET_PAIRS: Final = re.compile(f"{_INT},{_INT}(?:;{_INT},{_INT})*")
+_CUT_METADATA: Final = 4096
 
 
 class _Pairs(list):  # type: ignore[type-arg]
@@ -140,7 +140,9 @@ def clean_table(text: str, header_size: int, file_size: int) -> Clean | None:
         if len(metadata) != len(pairs) or not text.startswith(',"', start):
             return None
         start += 1
-    body = text[start:] if start > 1 else text
+    # Long metadata is cut off first (the entry regex would backtrack over a
+    # long value); short metadata stays, to spare a copy of the text.
+    body = text[start:] if start > _CUT_METADATA else text
     if body.isascii():
         if "\x7f" in body:
             return None
@@ -151,7 +153,11 @@ def clean_table(text: str, header_size: int, file_size: int) -> Clean | None:
     if k == 0:
         return None
     # The text is exactly lead + entry + "," + ... + entry + "}" + padding.
-    if parts[0] != ("{" if start == 1 else "") or parts[_GROUPS:-1:_GROUPS].count("") != k - 1 or parts[-1].strip(" "):
+    if (
+        parts[0] != (text[:start] if body is text else "")
+        or parts[_GROUPS:-1:_GROUPS].count("") != k - 1
+        or parts[-1].strip(" ")
+    ):
         return None
     terms = parts[4::_GROUPS]
     if terms[-1] != "}" or terms.count(",") != k - 1:
@@ -164,27 +170,26 @@ def clean_table(text: str, header_size: int, file_size: int) -> Clean | None:
         return UNCLEAN
     kinds = parts[2::_GROUPS]
     offsets = ";".join(parts[3::_GROUPS])
-    if _OFFSET_PAIRS.fullmatch(offsets) is None:
-        return None
-    numbers = offsets.replace(";", ",").split(",")
-    begin_text = numbers[0::2]
-    end_text = numbers[1::2]
-    # Contiguity, compared as text: a canonical integer has one spelling.
-    if begin_text[0] != "0" or end_text[:-1] != begin_text[1:]:
-        return UNCLEAN
+    del parts  # memory: the columns above are all that is kept
+    # One string object per distinct kind (memory: 100,000 tensors share a
+    # few dozen kinds).
+    distinct = {kind: kind for kind in dict.fromkeys(kinds)}
+    kinds = list(map(distinct.__getitem__, kinds))
     sizes: dict[str, int] = {}
     aligns: dict[str, int] = {}
-    for kind in dict.fromkeys(kinds):
+    for kind in distinct:
         found = _size(*kind.split(_KIND_CUT))
         if found is None:
             # A 20-digit dimension may still be clean JSON; let that path see it.
             return None if _LONG_NUMBER.search(kind) else UNCLEAN
         sizes[kind], aligns[kind] = found
-    # Every span must equal its size: the ends are the running sums.
+    # Contiguous, and every span equal to its size: then the ends are the
+    # running sums of the sizes and each begin is the previous end.  The
+    # offsets text must be exactly those numbers, spelled canonically.
     ends = list(accumulate(map(sizes.__getitem__, kinds)))
-    if list(map(int, end_text)) != ends or 8 + header_size + ends[-1] != file_size:
-        return UNCLEAN
     begins = [0, *ends[:-1]]
+    if ";".join(map("{},{}".format, begins, ends)) != offsets or 8 + header_size + ends[-1] != file_size:
+        return UNCLEAN
     # data_start is a multiple of 8 and every alignment divides 8.
     if max(aligns.values()) > 1 and any(map(mod, begins, map(aligns.__getitem__, kinds))):
         return UNCLEAN
