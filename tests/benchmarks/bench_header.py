@@ -88,6 +88,17 @@ def write_file(path: Path, count: int, metadata_bytes: int = 0, *, spaced: bool 
     return len(raw)
 
 
+def write_in_child(path: Path, count: int, metadata_bytes: int, *, spaced: bool) -> int:
+    """Write the file in a child, so that this process stays small.
+
+    Linux keeps ru_maxrss across fork and exec: a parent that had built a
+    100 MB header would lend its peak to every child's baseline.
+    """
+    args = [sys.executable, __file__, "--write", str(path), str(count), str(metadata_bytes), str(int(spaced))]
+    proc = subprocess.run(args, capture_output=True, text=True, check=True, timeout=1800)
+    return int(proc.stdout)
+
+
 def measure(impl: str, path: Path, reps: int) -> dict[str, float]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
@@ -117,6 +128,10 @@ def combine(runs: list[dict[str, float]]) -> dict[str, float]:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["--write"]:
+        path, count, meta, spaced = sys.argv[2:6]
+        print(write_file(Path(path), int(count), int(meta), spaced=spaced == "1"))
+        return
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions and rounds, no 100 MB case")
     parser.add_argument("--rounds", type=int, default=3, help="alternating ours/reference child pairs per file")
@@ -138,7 +153,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for label, count, meta, reps, spaced in cases:
             path = Path(tmp) / "bench.safetensors"
-            header = write_file(path, count, meta, spaced=spaced)
+            header = write_in_child(path, count, meta, spaced=spaced)
             # Alternate the two so that a change of machine load hits both.
             ours_runs, ref_runs = [], []
             for _ in range(rounds):
