@@ -26,10 +26,14 @@ class Case:
     slug: str
     offset: int | None
     tensor: str | None = None
+    # Strict-only errors that the strict profile reports before this one.
+    after: tuple[str, ...] = ()
 
 
-def _case(id_: str, blob: bytes, slug: str, offset: int | None, tensor: str | None = None) -> Case:
-    return Case(id_, blob, slug, offset, tensor)
+def _case(
+    id_: str, blob: bytes, slug: str, offset: int | None, tensor: str | None = None, after: tuple[str, ...] = ()
+) -> Case:
+    return Case(id_, blob, slug, offset, tensor, after)
 
 
 def _t(extra: str = "", *, dtype: str = '"F32"', shape: str = "[1]", offsets: str = "[0,4]", name: str = "t") -> str:
@@ -148,7 +152,7 @@ def _cases() -> list[Case]:
     b = st('{"t":null}')
     add(_case("entry-is-null", b, "tensor-entry-invalid", at(b, "null"), "t"))
     b = st('{"t":["F32",[1],[0,4],1]}', F32_1)
-    add(_case("entry-is-array-of-4", b, "tensor-entry-invalid", at(b, '["F32"'), "t"))
+    add(_case("entry-is-array-of-4", b, "tensor-entry-invalid", at(b, '["F32"'), "t", after=("tensor-entry-array",)))
     b = st('{"t":["F32",[1],[0,4]]}', F32_1)
     add(_case("entry-is-array-of-3", b, "tensor-entry-array", at(b, '["F32"'), "t"))
     b = st('{"t":{"dtype":"F32","data_offsets":[0,4]}}', F32_1)
@@ -253,8 +257,10 @@ def test_rule_strict(case: Case) -> None:
     found = _first(report, case.slug)
     assert (found.slug, found.offset, found.tensor) == (case.slug, case.offset, case.tensor)
     if found.severity is Severity.ERROR:
-        # Each case holds one defect: its finding is the first error.
-        assert report.first_error == found
+        # Each case holds one defect: its finding is the first error (after
+        # any strict-only error the same bytes also break).
+        assert [f.slug for f in report.errors[: len(case.after)]] == list(case.after)
+        assert report.errors[len(case.after)] == found
         assert not report.valid
     else:
         assert report.valid, [f.format() for f in report.errors]
@@ -353,9 +359,9 @@ def test_missing_offsets_stop_only_coverage_checks() -> None:
 def test_entry_problems_in_several_tensors_are_all_reported() -> None:
     header = (
         '{"a":{"dtype":"X","shape":[1],"data_offsets":[0,4]}'
-         ',"b":{"dtype":"F32","shape":[1.5],"data_offsets":[4,8]}'
-         ',"c":{"dtype":"F32","shape":[1],"data_offsets":[8]}'
-         "}"
+        ',"b":{"dtype":"F32","shape":[1.5],"data_offsets":[4,8]}'
+        ',"c":{"dtype":"F32","shape":[1],"data_offsets":[8]}'
+        "}"
     )
     blob = st(header, b"\0" * 12)
     got = [(f.slug, f.offset, f.tensor) for f in validator.validate(blob).findings]

@@ -222,18 +222,8 @@ def _read_entry(name: str, value: Json, at: int | None, loc: Locator, out: Check
             entry.ok = False
     elif type(value) is list:
         # Reference: serde reads a struct from a sequence of its fields in
-        # order, and refuses a sequence of any other length.
-        if len(value) != len(_FIELDS):
-            out.add(
-                "tensor-entry-invalid",
-                f"tensor {name!r} is an array of {len(value)} items; "
-                "it must be an object with dtype, shape and data_offsets",
-                at,
-                tensor=name,
-                json_path=pointer(name),
-            )
-            entry.ok = False
-            return entry
+        # order, and refuses a sequence of any other length.  The strict
+        # finding comes first for any array; the corpus manifest lists both.
         out.add(
             "tensor-entry-array",
             f"tensor {name!r} is written as an array; write an object with dtype, shape and data_offsets",
@@ -241,6 +231,16 @@ def _read_entry(name: str, value: Json, at: int | None, loc: Locator, out: Check
             tensor=name,
             json_path=pointer(name),
         )
+        if len(value) != len(_FIELDS):
+            out.add(
+                "tensor-entry-invalid",
+                f"tensor {name!r} is an array of {len(value)} items; an array entry needs exactly 3",
+                at,
+                tensor=name,
+                json_path=pointer(name),
+            )
+            entry.ok = False
+            return entry
         for i, field in enumerate(_FIELDS):
             fields[field] = (value[i], loc.item(value, i))
     else:
