@@ -31,7 +31,7 @@ class Case:
 
 
 def _case(
-    id_: str, blob: bytes, slug: str, offset: int | None, tensor: str | None = None, after: tuple[str, ...] = ()
+    id_: str, blob: bytes, slug: str, offset: int | None, tensor: str | None = None, *, after: tuple[str, ...] = ()
 ) -> Case:
     return Case(id_, blob, slug, offset, tensor, after)
 
