@@ -5,9 +5,10 @@
 # that positions are computed only by the exact parser.
 #
 # A hostile header can repeat one defect millions of times (16 million
-# duplicate keys fit in 100 MB).  The checker keeps the first
-# MAX_PER_RULE findings of each rule and only counts the rest, so memory and
-# time stay proportional to the header, with a small constant.
+# duplicate keys fit in 100 MB).  Given a limit (validate() passes
+# MAX_PER_RULE), the checker keeps the first findings of each rule up to it
+# and only counts the rest, so memory stays proportional to the header with
+# a small constant.  Without one (the scanner's default) it keeps them all.
 from __future__ import annotations
 
 from typing import Final
@@ -25,11 +26,12 @@ class Retry(Exception):  # noqa: N818 - a control-flow signal, not an error
 class Checker:
     """Collects findings in check order."""
 
-    __slots__ = ("counts", "dropped", "fast", "findings")
+    __slots__ = ("counts", "dropped", "fast", "findings", "limit")
 
-    def __init__(self, *, fast: bool = False) -> None:
+    def __init__(self, *, fast: bool = False, limit: int | None = None) -> None:
         self.findings: list[Finding] = []
         self.fast = fast
+        self.limit = limit
         self.counts: dict[str, int] = {}
         self.dropped: dict[str, int] = {}
 
@@ -44,9 +46,10 @@ class Checker:
     ) -> None:
         if self.fast:
             raise Retry
-        seen = self.counts.get(slug, 0)
-        self.counts[slug] = seen + 1
-        if seen >= MAX_PER_RULE:
-            self.dropped[slug] = self.dropped.get(slug, 0) + 1
-            return
+        if self.limit is not None:
+            seen = self.counts.get(slug, 0)
+            self.counts[slug] = seen + 1
+            if seen >= self.limit:
+                self.dropped[slug] = self.dropped.get(slug, 0) + 1
+                return
         self.findings.append(Finding(BY_SLUG[slug], message, offset, tensor, json_path))

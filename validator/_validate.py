@@ -11,7 +11,7 @@ import stat
 from typing import IO, TYPE_CHECKING, Union
 
 from validator._canonical import UNCLEAN, Clean, clean_json_table, clean_table
-from validator._check import Checker
+from validator._check import MAX_PER_RULE, Checker
 from validator._errors import InvalidFileError, SourceError
 from validator._findings import Report, TensorInfo, TensorTable
 from validator._header import check_header
@@ -46,7 +46,7 @@ def check_buffer(
     path: str | None = None,
 ) -> Report:
     """Validate from the first 8 bytes, a header reader and the file size."""
-    out = Checker()
+    out = Checker(limit=MAX_PER_RULE)
     n = check_prefix(prefix, file_size, out)
     table = None
     if n is not None:
