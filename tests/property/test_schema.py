@@ -1,0 +1,90 @@
+# Strategy: property 5.  A generated header is valid under
+# spec/header.schema.json exactly when the strict profile reports no
+# schema-level finding.  Headers come from valid_files() and from the
+# corruptions that keep the header well-formed JSON without duplicate keys
+# (JSON Schema sees a parsed value, so it cannot express duplicates,
+# contiguity or sizes).  Numbers are loaded with serde_json's model: a token
+# with a fraction or an exponent, and `-0`, are not integers.
+from __future__ import annotations
+
+import json
+import os
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import validator
+from validator.strategies import corrupted_files, valid_files
+
+SCHEMA_PATH = Path(os.environ.get("STCHECK_HEADER_SCHEMA", Path(__file__).parents[2] / "spec" / "header.schema.json"))
+
+SCHEMA_RULES = frozenset(
+    {
+        "header-not-object",
+        "metadata-invalid",
+        "metadata-null",
+        "tensor-entry-invalid",
+        "tensor-entry-array",
+        "tensor-field-missing",
+        "tensor-field-unknown",
+        "dtype-unknown",
+        "dtype-not-string",
+        "shape-invalid",
+        "offsets-invalid",
+    }
+)
+# Corruptions whose header is still one JSON value without duplicate keys.
+PARSEABLE_RULES = sorted(
+    SCHEMA_RULES
+    | {
+        "header-leading-bytes",
+        "header-padding",
+        "offsets-not-contiguous",
+        "offsets-reversed",
+        "size-overflow",
+        "subbyte-misaligned",
+        "byte-length-mismatch",
+        "buffer-trailing-bytes",
+        "buffer-truncated",
+    }
+)
+
+
+def _int(token: str) -> int | Decimal:
+    # serde_json reads `-0` as the float -0.0.
+    return Decimal(token) if token.lstrip("-") == "0" and token.startswith("-") else int(token)
+
+
+def load_header(data: bytes) -> Any:
+    n = int.from_bytes(data[:8], "little")
+    return json.loads(data[8 : 8 + n].decode("utf-8"), parse_float=Decimal, parse_int=_int)
+
+
+@pytest.fixture(scope="module")
+def schema_validator() -> Any:
+    if not SCHEMA_PATH.exists():
+        pytest.skip(f"{SCHEMA_PATH} is missing (written on the spec branch)")
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema)
+
+
+_HEADERS = st.one_of(
+    valid_files().map(lambda f: f.data),
+    corrupted_files(rule=st.sampled_from(PARSEABLE_RULES)).map(lambda c: c.data),
+)
+
+
+@given(data=st.data())
+def test_schema_valid_exactly_when_no_schema_finding(schema_validator: Any, data: st.DataObject) -> None:
+    blob = data.draw(_HEADERS)
+    header = load_header(blob)
+    errors = sorted(e.message for e in schema_validator.iter_errors(header))
+    findings = sorted(f.slug for f in validator.validate(blob).errors if f.slug in SCHEMA_RULES)
+    assert (not errors) == (not findings), (errors[:3], findings)
