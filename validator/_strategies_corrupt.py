@@ -85,16 +85,16 @@ def _case(draw: st.DrawFn, options: list[str]) -> str:
     return draw(st.sampled_from(options))
 
 
-def _base(draw: st.DrawFn, *, min_tensors: int = 0, metadata: bool | None = None) -> Draft:
-    table = _default_tensor_dicts() if min_tensors == 0 else tensor_dicts(min_size=min_tensors, max_size=6)
-    meta: st.SearchStrategy[dict[str, str] | None]
-    if metadata is None:
-        meta = st.one_of(st.none(), metadata_dicts())
-    elif metadata:
-        meta = metadata_dicts().filter(bool)
-    else:
-        meta = st.none()
-    return draw(drafts(table, meta))
+_METADATA_OR_NONE: Final = st.one_of(st.none(), metadata_dicts())
+_DRAFTS: Final = {
+    0: drafts(_default_tensor_dicts(), _METADATA_OR_NONE),
+    1: drafts(tensor_dicts(min_size=1, max_size=6), _METADATA_OR_NONE),
+}
+
+
+def _base(draw: st.DrawFn, *, min_tensors: int = 0) -> Draft:
+    """A spec-valid draft to break; with ``min_tensors=1`` it has a tensor."""
+    return draw(_DRAFTS[min_tensors])
 
 
 def _pick(draw: st.DrawFn, draft: Draft, pred: Callable[[EntryDraft], bool] = lambda _: True) -> EntryDraft:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeVar
 
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
@@ -214,6 +214,10 @@ def tensors(
     if not isinstance(zero_sized, bool):
         raise InvalidArgument(f"zero_sized={zero_sized!r} must be a bool")
     shape_st = None if shape is None else _as_strategy(shape, _check_shape)
+    # One default shape strategy per bit width, built once.
+    default_shapes = {
+        bits: _shapes(max_rank, max_side, max(1, max_bytes * 8 // bits), zero_sized) for bits in set(DTYPE_BITS.values())
+    }
 
     @st.composite
     def draw_tensor(draw: st.DrawFn) -> Tensor:
@@ -221,8 +225,7 @@ def tensors(
         _check_dtype(dtype)
         bits = DTYPE_BITS[dtype]
         if shape_st is None:
-            limit = max(1, max_bytes * 8 // bits)
-            dims = _fit_subbyte(draw(_shapes(max_rank, max_side, limit, zero_sized)), bits)
+            dims = _fit_subbyte(draw(default_shapes[bits]), bits)
         else:
             dims = tuple(draw(shape_st))
             _check_shape(dims)
@@ -476,8 +479,12 @@ def drafts(
 
 
 def _default_tensor_dicts() -> st.SearchStrategy[dict[str, Tensor]]:
-    many = tensor_dicts(tensors=tensors(max_rank=2, max_bytes=8), min_size=24, max_size=96)
-    return st.one_of(tensor_dicts(), tensor_dicts(), tensor_dicts(), many)
+    return _DEFAULT_TABLES
+
+
+_DEFAULT_TABLES: Final = st.one_of(
+    *[tensor_dicts()] * 5, tensor_dicts(tensors=tensors(max_rank=2, max_bytes=8), min_size=24, max_size=80)
+)
 
 
 def _table_strategy(

@@ -62,7 +62,7 @@ def test_every_error_rule_has_a_corruption_strategy() -> None:
 def test_meta_test_notices_a_rule_without_strategy() -> None:
     # The meta-test above can fail: a catalogue with one more error rule is caught.
     extra = validator.Rule("ST999", "made-up", "a rule with no strategy", Severity.ERROR, frozenset(Profile), None, "x")
-    assert uncovered([*RULES, extra], CORRUPTIONS) == ["made-up"]
+    assert "made-up" in uncovered([*RULES, extra], CORRUPTIONS)
 
 
 def test_implied_rules_are_explained_and_real() -> None:

@@ -2,17 +2,18 @@
 # corrupted_files() and mutated_files(), the reference profile's verdict and
 # first error class equal those of safetensors.deserialize (0.8.0), and
 # whatever the strict profile accepts, the reference profile accepts too.
-# Shrunk inputs worth keeping are pinned below with @example.
+# Corrupted files are drawn rule by rule, so that every rule is exercised in
+# every run.  Inputs worth keeping are pinned in regressions.py.
 from __future__ import annotations
 
-from hypothesis import example, given, settings
+import pytest
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference import reference_verdict
+from regressions import REGRESSIONS
 
 import validator
-from validator.strategies import CorruptedFile, GeneratedFile, corrupted_files, mutated_files, valid_files
-
-from regressions import REGRESSIONS
+from validator.strategies import corrupted_files, corruptible_rules, mutated_files, valid_files
 
 
 def agrees_with_reference(data: bytes) -> None:
@@ -28,39 +29,46 @@ def strict_implies_reference(data: bytes) -> None:
         assert validator.validate(data, profile="reference").valid
 
 
-@given(valid_files())
-def test_reference_agrees_on_valid_files(f: GeneratedFile) -> None:
-    agrees_with_reference(f.data)
+SOURCES = ["valid", "mutated", *(f"corrupted:{slug}" for slug in corruptible_rules())]
 
 
-@given(corrupted_files())
-def test_reference_agrees_on_corrupted_files(case: CorruptedFile) -> None:
-    agrees_with_reference(case.data)
+def source(name: str) -> tuple[st.SearchStrategy[bytes], int]:
+    """The inputs of one source and its share of the profile's max_examples."""
+    budget = settings().max_examples
+    if name == "valid":
+        return valid_files().map(lambda f: f.data), budget
+    if name == "mutated":
+        return mutated_files(), 4 * budget
+    rule = name.split(":", 1)[1]
+    return corrupted_files(rule=rule).map(lambda c: c.data), max(5, budget // 3)
 
 
-def _more(factor: int) -> settings:
-    return settings(max_examples=settings().max_examples * factor)
+@pytest.mark.parametrize("name", SOURCES)
+def test_reference_profile_agrees_with_safetensors(name: str) -> None:
+    inputs, examples = source(name)
+
+    @settings(max_examples=examples)
+    @given(inputs)
+    def check(data: bytes) -> None:
+        agrees_with_reference(data)
+
+    check()
 
 
-@_more(4)
-@given(mutated_files())
-def test_reference_agrees_on_mutated_files(data: bytes) -> None:
+@pytest.mark.parametrize("name", SOURCES)
+def test_strict_acceptance_implies_reference_acceptance(name: str) -> None:
+    inputs, examples = source(name)
+
+    @settings(max_examples=examples)
+    @given(inputs)
+    def check(data: bytes) -> None:
+        strict_implies_reference(data)
+
+    check()
+
+
+@pytest.mark.parametrize("name", sorted(REGRESSIONS))
+def test_regression(name: str) -> None:
+    data = REGRESSIONS[name]
     agrees_with_reference(data)
-
-
-_ANY = st.one_of(valid_files().map(lambda f: f.data), corrupted_files().map(lambda c: c.data), mutated_files())
-
-
-@_more(2)
-@given(_ANY)
-def test_strict_acceptance_implies_reference_acceptance(data: bytes) -> None:
     strict_implies_reference(data)
-
-
-def test_regressions_agree_with_reference() -> None:
-    for name, data in REGRESSIONS.items():
-        try:
-            agrees_with_reference(data)
-            strict_implies_reference(data)
-        except AssertionError as exc:
-            raise AssertionError(name) from exc
