@@ -216,7 +216,8 @@ def tensors(
     shape_st = None if shape is None else _as_strategy(shape, _check_shape)
     # One default shape strategy per bit width, built once.
     default_shapes = {
-        bits: _shapes(max_rank, max_side, max(1, max_bytes * 8 // bits), zero_sized) for bits in set(DTYPE_BITS.values())
+        bits: _shapes(max_rank, max_side, max(1, max_bytes * 8 // bits), zero_sized)
+        for bits in set(DTYPE_BITS.values())
     }
 
     @st.composite
