@@ -504,7 +504,8 @@ def _dtype_unknown(draw: st.DrawFn) -> tuple[bytes, str]:
         e.overrides["dtype"] = json.dumps(draw(_DTYPE_UNKNOWN))
     else:
         options = ["1", "null", "true", "[]", json.dumps([e.dtype]), "{}", json.dumps({e.dtype: 1})]
-        options += [json.dumps({e.dtype: ""}), '{"NOPE": null}', json.dumps({e.dtype: None, "F16": None})]
+        other = "U8" if e.dtype != "U8" else "I8"  # two keys, never one
+        options += [json.dumps({e.dtype: ""}), '{"NOPE": null}', json.dumps({e.dtype: None, other: None})]
         e.overrides["dtype"] = draw(st.sampled_from(options))
     return d.render(), f"dtype {e.overrides['dtype']}"
 

@@ -69,6 +69,7 @@ def test_strict_acceptance_implies_reference_acceptance(name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(REGRESSIONS))
 def test_regression(name: str) -> None:
-    data = REGRESSIONS[name]
+    data, expected = REGRESSIONS[name]
+    assert {f.slug for f in validator.validate(data).errors} == expected
     agrees_with_reference(data)
     strict_implies_reference(data)
