@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import json
-import os
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from hypothesis import strategies as st
 import validator
 from validator.strategies import corrupted_files, valid_files
 
-SCHEMA_PATH = Path(os.environ.get("STCHECK_HEADER_SCHEMA", Path(__file__).parents[2] / "spec" / "header.schema.json"))
+SCHEMA_PATH = Path(__file__).parents[2] / "spec" / "header.schema.json"
 
 SCHEMA_RULES = frozenset(
     {
