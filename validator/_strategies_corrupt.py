@@ -63,6 +63,11 @@ class CorruptedFile:
     case: str
     implies: frozenset[str] = frozenset()
 
+    @property
+    def reference_error(self) -> str | None:
+        """The class safetensors 0.8.0 rejects the file with; None if it accepts it."""
+        return lookup_rule(self.rule).reference_error
+
 
 # Defects that break two rules at once, and why no single-rule file exists
 # for them.  Property tests accept exactly these extra error slugs.

@@ -242,6 +242,9 @@ def tensors(
     return draw_tensor()
 
 
+_tensors = tensors  # tensor_dicts() has an argument of this name
+
+
 def tensor_names() -> st.SearchStrategy[str]:
     """Tensor names: dotted identifiers, and any Unicode text (empty included).
 
@@ -253,16 +256,17 @@ def tensor_names() -> st.SearchStrategy[str]:
 
 def tensor_dicts(
     *,
-    tensors: st.SearchStrategy[Tensor] | None = None,
-    names: st.SearchStrategy[str] | None = None,
+    tensors: Tensor | st.SearchStrategy[Tensor] | None = None,
+    names: Collection[str] | st.SearchStrategy[str] | None = None,
     min_size: int = 0,
     max_size: int = 8,
 ) -> st.SearchStrategy[dict[str, Tensor]]:
     """A strategy for ``{name: Tensor}`` dicts, as a file's tensor table.
 
-    ``tensors`` defaults to :func:`tensors` with its defaults and ``names``
-    to :func:`tensor_names` (Unicode, the empty name included; never
-    ``"__metadata__"``).
+    ``tensors`` is a strategy of :class:`Tensor` or one Tensor, by default
+    :func:`tensors` with its defaults.  ``names`` is a strategy of names or
+    a collection to choose from, by default :func:`tensor_names` (Unicode,
+    the empty name included).  ``"__metadata__"`` never names a tensor.
 
     >>> from validator.strategies import tensor_dicts
     >>> d = tensor_dicts(min_size=2, max_size=2).example()
@@ -271,12 +275,24 @@ def tensor_dicts(
     """
     _check_int(min_size, "min_size", 0)
     _check_int(max_size, "max_size", min_size)
-    name_st = tensor_names() if names is None else names
-    if not isinstance(name_st, st.SearchStrategy):
-        raise InvalidArgument(f"names={names!r} must be a strategy of strings")
-    tensor_st = globals()["tensors"]() if tensors is None else tensors
-    if not isinstance(tensor_st, st.SearchStrategy):
-        raise InvalidArgument(f"tensors={tensors!r} must be a strategy of Tensor")
+    name_st: st.SearchStrategy[str]
+    if names is None:
+        name_st = tensor_names()
+    elif isinstance(names, st.SearchStrategy):
+        name_st = names
+    elif isinstance(names, str) or not all(isinstance(n, str) for n in names) or not names:
+        raise InvalidArgument(f"names={names!r} must be a strategy of strings or a non-empty collection of them")
+    else:
+        name_st = st.sampled_from(sorted(names))
+    tensor_st: st.SearchStrategy[Tensor]
+    if tensors is None:
+        tensor_st = _tensors()
+    elif isinstance(tensors, Tensor):
+        tensor_st = _table_strategy({"t": tensors}).map(lambda d: d["t"])
+    elif isinstance(tensors, st.SearchStrategy):
+        tensor_st = tensors
+    else:
+        raise InvalidArgument(f"tensors={tensors!r} must be a Tensor or a strategy of Tensor")
     return st.dictionaries(name_st.filter(lambda s: s != METADATA), tensor_st, min_size=min_size, max_size=max_size)
 
 

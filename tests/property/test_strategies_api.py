@@ -37,6 +37,8 @@ def test_all_is_explicit_and_complete() -> None:
         lambda: tensors(zero_sized=1),
         lambda: tensor_dicts(min_size=3, max_size=2),
         lambda: tensor_dicts(names="abc"),
+        lambda: tensor_dicts(names=[]),
+        lambda: tensor_dicts(tensors=Tensor("U8", (2,), b"x")),
         lambda: valid_files(aligned=1),
         lambda: valid_files(metadata={"k": 1}),
         lambda: valid_files(tensors={"__metadata__": Tensor("U8", (1,), b"x")}),
@@ -133,3 +135,14 @@ def test_import_validator_does_not_import_hypothesis() -> None:
 
 def test_corruptions_are_keyed_by_catalogue_slugs() -> None:
     assert set(CORRUPTIONS) <= {r.slug for r in validator.RULES}
+
+
+@given(tensor_dicts(tensors=Tensor("U8", (1,), b"x"), names=["a", "b"], min_size=1, max_size=2))
+def test_tensor_dicts_accept_values(d: dict[str, Tensor]) -> None:
+    assert set(d) <= {"a", "b"}
+    assert all(t == Tensor("U8", (1,), b"x") for t in d.values())
+
+
+@given(strategies.corrupted_files(rule=st.sampled_from(["metadata-null", "json-depth"])))
+def test_corrupted_file_names_its_reference_error(case: strategies.CorruptedFile) -> None:
+    assert case.reference_error == {"metadata-null": None, "json-depth": "InvalidHeaderDeserialization"}[case.rule]
