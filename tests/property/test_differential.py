@@ -38,7 +38,7 @@ def source(name: str) -> tuple[st.SearchStrategy[bytes], int]:
     if name == "valid":
         return valid_files().map(lambda f: f.data), budget
     if name == "mutated":
-        return mutated_files(), 4 * budget
+        return mutated_files(), 8 * budget
     rule = name.split(":", 1)[1]
     return corrupted_files(rule=rule).map(lambda c: c.data), max(5, budget // 3)
 
