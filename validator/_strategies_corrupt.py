@@ -86,6 +86,7 @@ IMPLIED: Final = {
     ),
 }
 
+
 def _case(draw: st.DrawFn, options: list[str]) -> str:
     return draw(st.sampled_from(options))
 
@@ -137,14 +138,14 @@ def _shift_after(draft: Draft, pivot: EntryDraft, delta: int) -> None:
 
 # --- safe JSON values (for unknown fields and decoys) ------------------------
 
-_SAFE_SCALARS = st.one_of(
+_SAFE_SCALARS: Final = st.one_of(
     st.none(),
     st.booleans(),
     st.integers(-(1 << 63), U64_MAX),
     st.floats(allow_nan=False, allow_infinity=False),
     st.text(max_size=8),
 )
-_SAFE_JSON = st.recursive(
+_SAFE_JSON: Final = st.recursive(
     _SAFE_SCALARS,
     lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=4), inner, max_size=3)),
     max_leaves=8,

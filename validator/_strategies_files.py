@@ -319,7 +319,7 @@ class Style:
         return json.dumps(text, ensure_ascii=self.ensure_ascii)
 
 
-@dataclass
+@dataclass(eq=False)  # entries are found in lists by identity
 class EntryDraft:
     """One tensor entry; ``overrides`` and ``raw`` hold raw JSON text."""
 
