@@ -280,7 +280,8 @@ def _json_syntax(draw: st.DrawFn) -> tuple[bytes, str]:
         elif case == "single-quoted string":
             e.overrides["dtype"] = f"'{e.dtype}'"
         elif case == "missing comma in shape":
-            e.overrides["shape"] = "[" + " ".join(str(x) for x in (*e.shape, 1)) + "]"
+            dims = (*e.shape, 1) if e.shape else (1, 1)  # two numbers at least
+            e.overrides["shape"] = "[" + " ".join(map(str, dims)) + "]"
         elif case == "bare word":
             words = ["tru", "nul", "fals", "undefined", "F32", "+1", ".5", "[1,]"]
             e.overrides[draw(st.sampled_from(FIELDS))] = draw(st.sampled_from(words))
