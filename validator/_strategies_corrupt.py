@@ -741,8 +741,23 @@ CORRUPTIONS: Final[dict[str, Callable[[], st.SearchStrategy[tuple[bytes, str]]]]
 }
 
 
+# The catalogue's regions whose rules validate() checks on one file's bytes;
+# every error rule in them has a corruption strategy above.
+FILE_REGIONS: Final = frozenset({"prefix", "header", "entries", "layout"})
+# Regions whose error rules no single file can break, and why.
+OTHER_REGIONS: Final = {
+    "index": "checked on a model.safetensors.index.json and the shards it names, not on one file",
+    "integrity": "needs an expected digest from outside the file",
+    "policy": "needs a user's policy; the default validation has none",
+}
+
+
 def corruptible_rules() -> tuple[str, ...]:
-    """The slugs :func:`corrupted_files` can break: every error rule."""
+    """The slugs :func:`corrupted_files` can break: every error rule of a file's bytes.
+
+    These are the error rules of the regions prefix, header, entries and
+    layout, in catalogue order.
+    """
     return tuple(r.slug for r in RULES if r.slug in CORRUPTIONS)
 
 
@@ -757,9 +772,9 @@ def _one(slug: str) -> st.SearchStrategy[CorruptedFile]:
 def corrupted_files(*, rule: str | st.SearchStrategy[str] | None = None) -> st.SearchStrategy[CorruptedFile]:
     """A strategy for files that break one rule, as :class:`CorruptedFile`.
 
-    ``rule`` is a slug or code of an error rule in ``validator.RULES`` (for
-    example ``"offsets-not-contiguous"`` or ``"ST401"``), a strategy of
-    slugs, or None to draw from every error rule.  Each file breaks that rule
+    ``rule`` is a slug or code of an error rule of a file's bytes (see
+    :func:`corruptible_rules`; for example ``"offsets-not-contiguous"`` or
+    ``"ST401"``), a strategy of slugs, or None to draw from all of them.  Each file breaks that rule
     and, unless ``implies`` names more, no other error rule: the strict
     profile's error findings on it all carry the slug ``rule`` (warnings such
     as an unaligned header may come too).  For a rule that both profiles
@@ -784,8 +799,8 @@ def _resolve(key: str) -> str:
     except KeyError:
         raise InvalidArgument(f"rule={key!r} is not a rule of the catalogue") from None
     if found.slug not in CORRUPTIONS:
-        kind = "a warning" if found.severity is Severity.WARNING else "not corruptible"
-        raise InvalidArgument(f"rule={key!r} is {kind}; corrupted_files draws error rules only")
+        kind = "a warning" if found.severity is Severity.WARNING else f"a rule of the {found.region} region"
+        raise InvalidArgument(f"rule={key!r} is {kind}; corrupted_files draws error rules of a file's bytes only")
     return found.slug
 
 
@@ -855,8 +870,5 @@ _MUTATION_SOURCES: Final = valid_files(tensors=tensor_dicts(max_size=5)).map(lam
 _DONORS: Final = valid_files(tensors=tensor_dicts(max_size=2), metadata=None).map(lambda f: f.data)
 
 
-def error_rules() -> tuple[str, ...]:
-    """Slugs of every error rule in the catalogue, in catalogue order."""
-    return tuple(r.slug for r in RULES if r.severity is Severity.ERROR)
 
 
