@@ -8,11 +8,18 @@
 
 from __future__ import annotations
 
-from validator._errors import InvalidFileError, SourceError, StcheckError
-from validator._errors import DeviceError, InvalidIndexError, LoadError, WriteError
+from validator._dtypes import DTYPE_BITS, DTYPES
+from validator._errors import (
+    DeviceError,
+    InvalidFileError,
+    InvalidIndexError,
+    LoadError,
+    SourceError,
+    StcheckError,
+    WriteError,
+)
 from validator._findings import Finding, Report, TensorInfo
 from validator._rules import REFERENCE_ERRORS, RULES, Profile, Rule, Severity, rule
-from validator._dtypes import DTYPES, DTYPE_BITS
 from validator._validate import ensure_valid, is_valid, validate
 
 __version__ = "0.1.0"

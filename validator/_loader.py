@@ -233,9 +233,9 @@ class SafetensorsFile:
         start = self._data_start + info.begin
         if self.framework == "torch":
             return self._cpu_torch(name, info, start)
-        return self._cpu_numpy(info, start)
+        return self._cpu_numpy(name, info, start)
 
-    def _cpu_numpy(self, info: TensorInfo, start: int) -> Any:  # noqa: ANN401
+    def _cpu_numpy(self, name: str, info: TensorInfo, start: int) -> Any:  # noqa: ANN401
         import numpy as np  # noqa: PLC0415 - numpy/torch load only when a tensor is read
 
         from validator._dtypes_np import numpy_dtype, unpack  # noqa: PLC0415 - numpy/torch load only when a tensor is read
@@ -252,7 +252,7 @@ class SafetensorsFile:
             try:
                 out = np.empty(info.shape, dtype)
             except (ValueError, OverflowError):
-                raise self._unrepresentable(info, "numpy") from None
+                raise self._unrepresentable(name, info, "numpy") from None
         elif self._is_misaligned(info):
             raw = np.frombuffer(self._buffer(), np.uint8, info.nbytes, start)
             out = raw.copy().view(dtype).reshape(info.shape)
@@ -284,15 +284,14 @@ class SafetensorsFile:
                 # but its contiguous strides overflow int64: use zero strides.
                 return torch.empty_strided(info.shape, (0,) * len(info.shape), dtype=dtype)
             except (RuntimeError, TypeError, OverflowError):
-                raise self._unrepresentable(info, "torch") from None
+                raise self._unrepresentable(name, info, "torch") from None
         if self._is_misaligned(info):
             raw = torch.frombuffer(self._buffer(), dtype=torch.uint8, count=info.nbytes, offset=start)
             return raw.clone().view(dtype).reshape(info.shape)
         flat = torch.frombuffer(self._buffer(), dtype=dtype, count=info.numel, offset=start)
         return flat if len(info.shape) == 1 else flat.reshape(info.shape)
 
-    def _unrepresentable(self, info: TensorInfo, framework: str) -> LoadError:
-        name = next(n for n, i in self._tensors.items() if i is info)
+    def _unrepresentable(self, name: str, info: TensorInfo, framework: str) -> LoadError:
         msg = (
             f"tensor {name!r} is empty but its shape {list(info.shape)} has sides too large "
             f"for a {framework} array (sizes overflow 64 bits)"
