@@ -833,7 +833,7 @@ def _mutate(draw: st.DrawFn, data: bytes, donor: bytes) -> bytes:
             buf[at : at + (len(chunk) if draw(st.booleans()) else 0)] = chunk
         elif op == "prefix":
             old = int.from_bytes(bytes(buf[:8]).ljust(8, b"\0"), "little")
-            new = draw(st.one_of(st.sampled_from(_LENGTHS), st.integers(max(0, old - 16), old + 16)))
+            new = draw(st.one_of(st.sampled_from(_LENGTHS), st.integers(max(0, old - 16), min(U64_MAX, old + 16))))
             buf[:8] = new.to_bytes(8, "little")
         elif op == "insert":
             at = draw(pos_st)
