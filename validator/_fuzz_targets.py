@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import re
 import struct
 import time
 from typing import TYPE_CHECKING, Any, Final
@@ -51,6 +53,54 @@ _REFERENCE_MESSAGES: Final = (
     ("invalid shape, data type, or offset for tensor", "TensorInvalidInfo"),
     ("incomplete metadata, file not fully covered", "MetadataIncompleteBuffer"),
 )
+
+
+# Known validator bugs that a campaign can step around until they are fixed
+# (--skip-known, on by default in campaigns; never in pytest replays).  Each
+# has a regression under corpus/regressions/ whose replay test is marked
+# xfail(strict=True) with the same reason.
+#
+# json-string-backtracking: _json._STRING nests a quantifier inside `*`
+# (`(?:[^"\\...]+|...)*"`), so matching a string that never closes, or that
+# meets a control character or a bad escape after a long run of plain
+# characters, backtracks exponentially in the run's length: 24 bytes take
+# about a second, 40 bytes do not finish.  The check below lexes the header
+# the way the parser does with linear patterns (possessive quantifiers) and
+# flags a string token that fails after 16 or more characters.
+_SAFE_STRING: Final = re.compile(rb'"(?:[^"\\\x00-\x1f]++|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*+')
+_OTHER_TOKEN: Final = re.compile(rb"[ \t\n\r{}\[\]:,]++|-?[0-9][0-9.eE+-]*+|true|false|null")
+
+
+def _backtracking_string(data: bytes) -> bool:
+    n = int.from_bytes(data[:8], "little") if len(data) >= 8 else 0
+    header = data[8 : 8 + n]
+    pos = 0
+    while pos < len(header):
+        if header[pos] == 0x22:
+            m = _SAFE_STRING.match(header, pos)
+            end = m.end() if m is not None else pos + 1
+            if end >= len(header) or header[end] != 0x22:
+                return end - pos > 16
+            pos = end + 1
+            continue
+        m = _OTHER_TOKEN.match(header, pos)
+        if m is None:
+            return False  # the parser stops here with a syntax error
+        pos = m.end()
+    return False
+
+
+KNOWN_ISSUES: Final = {"json-string-backtracking": _backtracking_string}
+ENV_SKIP_KNOWN: Final = "STCHECK_FUZZ_SKIP_KNOWN"
+
+
+def known_issue(data: bytes) -> str | None:
+    """The name of a known validator bug ``data`` would trigger, or None."""
+    return next((name for name, hits in KNOWN_ISSUES.items() if hits(data)), None)
+
+
+def _skipped(data: bytes) -> bool:
+    return bool(os.environ.get(ENV_SKIP_KNOWN)) and known_issue(data) is not None
 
 
 class InvariantError(AssertionError):
@@ -108,6 +158,8 @@ def _same(a: Report, b: Report) -> bool:
 
 def target_validate(data: bytes) -> None:
     """Any bytes give a consistent Report under both profiles, in bounded time."""
+    if _skipped(data):
+        return
     start = time.perf_counter()
     reports = {}
     for profile in Profile:
@@ -157,6 +209,8 @@ def reference_load(data: bytes) -> tuple[str | None, list[tuple[str, dict[str, A
 
 def target_differential(data: bytes) -> None:
     """The reference profile agrees with safetensors 0.8.0 on verdict, error class and table."""
+    if _skipped(data):
+        return
     ref = validate(data, profile=Profile.REFERENCE)
     strict = validate(data, profile=Profile.STRICT)
     if strict.valid and not ref.valid:
@@ -243,6 +297,8 @@ def tensor_bytes(value: Any) -> bytes:  # noqa: ANN401 - any tensor-like object
 
 def target_loader(data: bytes) -> None:
     """The loader accepts exactly what validation accepts, with the declared bytes."""
+    if _skipped(data):
+        return
     report = validate(data)
     try:
         loaded = LOAD(data)
@@ -291,6 +347,8 @@ def serialise(report: Report, data: bytes) -> bytes:
 
 def target_roundtrip(data: bytes) -> None:
     """parse -> serialise -> parse gives the same table, and serialising is idempotent."""
+    if _skipped(data):
+        return
     first = validate(data, profile=Profile.REFERENCE)
     if not first.valid:
         return
