@@ -123,3 +123,23 @@ def dictionary_text() -> str:
         escaped = "".join(chr(b) if 0x20 <= b < 0x7F and b not in b'"\\' else f"\\x{b:02x}" for b in word)
         lines.append(f'kw{i}="{escaped}"')
     return "\n".join(lines) + "\n"
+
+
+def write(seed_dir: str, dict_path: str) -> None:
+    """Write the seeds and the dictionary (what `fuzz/seeds/` and `fuzz/safetensors.dict` hold)."""
+    import os
+
+    os.makedirs(seed_dir, exist_ok=True)
+    for name, data in seed_files().items():
+        with open(os.path.join(seed_dir, name), "wb") as f:
+            f.write(data)
+    with open(dict_path, "w", encoding="utf-8") as f:
+        f.write(dictionary_text())
+
+
+if __name__ == "__main__":
+    import sys
+
+    if len(sys.argv) != 3:
+        sys.exit("usage: python -m validator._fuzz_seeds SEED_DIR DICT_PATH")
+    write(sys.argv[1], sys.argv[2])
