@@ -1,0 +1,52 @@
+# Strategy: the reference oracle in one place.  `safetensors.deserialize`
+# (safetensors==0.8.0) is run on the bytes, and the error class of the Rust
+# `SafeTensorError` it raised is read from the message's Display text: the
+# Python binding raises one exception type for every class, and messages
+# drift between releases, so only the stable prefixes below are matched.
+from __future__ import annotations
+
+from typing import Final
+
+import safetensors
+
+# Display-text prefix (after "Error while deserializing: ") -> error class.
+MESSAGE_CLASSES: Final = (
+    ("header too small", "HeaderTooSmall"),
+    ("header too large", "HeaderTooLarge"),
+    ("invalid header length", "InvalidHeaderLength"),
+    ("invalid UTF-8 in header", "InvalidHeader"),
+    ("invalid JSON in header", "InvalidHeaderDeserialization"),
+    ("invalid offset for tensor", "InvalidOffset"),
+    ("overflow computing buffer size", "ValidationOverflow"),
+    ("slicing for subbytes", "MisalignedSlice"),
+    ("invalid shape, data type, or offset for tensor", "TensorInvalidInfo"),
+    ("incomplete metadata, file not fully covered", "MetadataIncompleteBuffer"),
+)
+_PREFIX: Final = "Error while deserializing: "
+
+
+def error_class(message: str) -> str:
+    """The reference error class named by a SafetensorError message."""
+    text = message.removeprefix(_PREFIX)
+    for prefix, name in MESSAGE_CLASSES:
+        if text.startswith(prefix):
+            return name
+    msg = f"unmapped safetensors message: {message!r}"
+    raise AssertionError(msg)
+
+
+def reference_verdict(data: bytes) -> tuple[bool, str | None]:
+    """(accepted, error class or None) from ``safetensors.deserialize(data)``.
+
+    A panic or any other exception type is reported as the class ``"panic:<type>"``
+    so that a differential test fails loudly instead of mapping it silently.
+    """
+    try:
+        safetensors.deserialize(bytes(data))
+    except safetensors.SafetensorError as exc:
+        return False, error_class(str(exc))
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - pyo3 panics are BaseException
+        return False, f"panic:{type(exc).__name__}"
+    return True, None

@@ -1,0 +1,40 @@
+"""Hypothesis strategies for safetensors files: valid, corrupted and mutated.
+
+Plug them into your own test suite to test a loader::
+
+    from hypothesis import given
+    from validator import strategies as sts
+
+    @given(sts.valid_files())
+    def test_loads(f):
+        assert my_loader(f.data).keys() == f.tensors.keys()
+
+    @given(sts.corrupted_files())
+    def test_rejects(case):
+        with pytest.raises(MyLoaderError):
+            my_loader(case.data)
+
+Importing this module imports ``hypothesis``; ``import validator`` does not.
+"""
+
+from __future__ import annotations
+
+from validator._strategies_files import (
+    GeneratedFile,
+    Tensor,
+    metadata_dicts,
+    tensor_dicts,
+    tensor_names,
+    tensors,
+    valid_files,
+)
+
+__all__ = [
+    "GeneratedFile",
+    "Tensor",
+    "metadata_dicts",
+    "tensor_dicts",
+    "tensor_names",
+    "tensors",
+    "valid_files",
+]
