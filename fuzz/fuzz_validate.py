@@ -9,7 +9,12 @@ import sys
 
 TARGET = "validate"
 # The engine's own machinery is not coverage-instrumented.
-NOT_INSTRUMENTED = ["validator._fuzz_main", "validator._fuzz_mutator", "validator._fuzz_seeds", "validator._fuzz_runner"]
+NOT_INSTRUMENTED = [
+    "validator._fuzz_main",
+    "validator._fuzz_mutator",
+    "validator._fuzz_seeds",
+    "validator._fuzz_runner",
+]
 
 
 def main() -> None:

@@ -9,6 +9,10 @@
 # The runner starts the engine with BOOT (python -c BOOT TARGET FLAGS...),
 # which imports the package under atheris' import hook so that validator's
 # own modules are coverage-instrumented; the mutator and the runner are not.
+# ruff: noqa: PLC0415, PTH119, PTH123, T201
+# Lazy imports: atheris, numpy, hypothesis and safetensors load, only where used.
+# Paths: os.path and open(), like the rest of the package.
+# A command-line module prints.
 from __future__ import annotations
 
 import os
@@ -23,14 +27,18 @@ from validator._fuzz_targets import TARGETS
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-Target = "Callable[[bytes], None]"
+    from hypothesis.strategies import SearchStrategy
 
 HYPOTHESIS: Final = "hypothesis"
 LOADER_UNDER_TEST: Final = "loader-under-test"
 ALL_TARGETS: Final = (*TARGETS, HYPOTHESIS, LOADER_UNDER_TEST)
 _NOT_INSTRUMENTED: Final = (
-    "validator._fuzz_main", "validator._fuzz_mutator", "validator._fuzz_runner", "validator._fuzz_seeds",
-    "validator._cmd_fuzz", "validator._cli",
+    "validator._fuzz_main",
+    "validator._fuzz_mutator",
+    "validator._fuzz_runner",
+    "validator._fuzz_seeds",
+    "validator._cmd_fuzz",
+    "validator._cli",
 )
 BOOT: Final = (
     "import sys, atheris\n"
@@ -41,22 +49,35 @@ BOOT: Final = (
 )
 
 
-def hypothesis_target() -> Callable[[bytes], None]:
-    """Every target, driven by validator.strategies through Hypothesis' fuzz_one_input.
+STRATEGY_NAMES: Final = ("valid_files", "corrupted_files", "mutated_files")
 
-    Raises ImportError when validator.strategies is not available.
+
+def file_strategy() -> SearchStrategy[bytes]:
+    """Whole files from validator.strategies, plus valid files put through our mutator.
+
+    Uses whichever of valid_files, corrupted_files and mutated_files exist;
+    raises ImportError when validator.strategies or valid_files is missing.
     """
-    from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
     from validator import strategies
+    from validator._fuzz_mutator import mutate
 
-    files = st.one_of(strategies.valid_files(), strategies.corrupted_files(), strategies.mutated_files())
+    if not hasattr(strategies, "valid_files"):
+        msg = "validator.strategies has no valid_files"
+        raise ImportError(msg)
+    drawn = [getattr(strategies, name)().map(as_bytes) for name in STRATEGY_NAMES if hasattr(strategies, name)]
+    mutated = st.tuples(drawn[0], st.integers(0, 2**32 - 1)).map(lambda pair: mutate(pair[0], 1 << 16, pair[1]))
+    return st.one_of(*drawn, mutated)
+
+
+def hypothesis_target() -> Callable[[bytes], None]:
+    """Every target, driven by Hypothesis through ``.hypothesis.fuzz_one_input``."""
+    from hypothesis import HealthCheck, given, settings
 
     @settings(database=None, deadline=None, suppress_health_check=list(HealthCheck))
-    @given(files)
-    def every_target(generated: object) -> None:
-        data = as_bytes(generated)
+    @given(file_strategy())
+    def every_target(data: bytes) -> None:
         for check in TARGETS.values():
             check(data)
 
@@ -95,7 +116,7 @@ def resolve(target: str) -> tuple[Callable[[bytes], None], bool]:
 
 def fuzz(target: str, argv: list[str]) -> None:
     """Run atheris on ``target`` with libFuzzer flags ``argv[1:]``; never returns."""
-    import atheris
+    import atheris  # type: ignore[import-untyped]  # no stubs published
 
     from validator._fuzz_mutator import mutate
 

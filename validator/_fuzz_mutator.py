@@ -10,25 +10,53 @@
 # The header tree keeps duplicates and order: an object is an `Obj` (a list
 # of [key, value] pairs), an array a plain list.  Output never exceeds
 # max_size bytes, and the mutator never raises.
+# ruff: noqa: PLC0415
+# Lazy imports: atheris, numpy, hypothesis and safetensors load, only where used.
 from __future__ import annotations
 
 import json
 import random
 import struct
-from typing import TYPE_CHECKING, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from validator._dtypes import DTYPE_BITS
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-Node: TypeAlias = "Obj | list[Node] | str | int | float | bool | None"
+# A JSON tree that mutations deliberately make ill-typed (a shape that is a
+# string, an entry that is an array): the tree is Any on purpose.
+Node: TypeAlias = Any
 ByteMutator: TypeAlias = "Callable[[bytes, int], bytes]"
 
 _DTYPES: Final = tuple(DTYPE_BITS)
 _INTERESTING: Final = (
-    0, 1, 2, 3, 4, 7, 8, 15, 16, 255, 256, 1023, 4096, 65535, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**53,
-    2**62, 2**63 - 1, 2**63, 2**64 - 1, 2**64, -1, 100_000_000,
+    0,
+    1,
+    2,
+    3,
+    4,
+    7,
+    8,
+    15,
+    16,
+    255,
+    256,
+    1023,
+    4096,
+    65535,
+    2**31 - 1,
+    2**31,
+    2**32 - 1,
+    2**32,
+    2**53,
+    2**62,
+    2**63 - 1,
+    2**63,
+    2**64 - 1,
+    2**64,
+    -1,
+    100_000_000,
 )
 _NEST_DEPTHS: Final = (1, 2, 64, 126, 127, 128, 129, 200, 1000, 1100, 3000)
 _BAD_DTYPES: Final = ("f32", "FLOAT32", "", "F", "F33", "F8", "Q4", "F32 ", "BOOL\u0000", "F6")
@@ -37,7 +65,7 @@ _WS_CHARS: Final = (" ", "\t", "\n", "\r")
 _MAX_DATA: Final = 1 << 16  # the repaired data region stays small
 
 
-class Obj(list):  # type: ignore[type-arg]
+class Obj(list[Any]):
     """A JSON object as a list of [key, value] pairs (duplicates kept)."""
 
 
@@ -131,7 +159,7 @@ def _mutate_root(rng: random.Random, root: Obj) -> None:
     tensors = _tensors(root)
     op = rng.randrange(10)
     if op <= 3 and tensors:
-        _mutate_entry(rng, rng.choice(tensors)[1])  # type: ignore[arg-type]
+        _mutate_entry(rng, rng.choice(tensors)[1])
     elif op == 4 and root:
         root.pop(rng.randrange(len(root)))  # remove a key
     elif op == 5 and root:
@@ -146,14 +174,14 @@ def _mutate_root(rng: random.Random, root: Obj) -> None:
             pair[0] = rng.choice(_NAMES)
         elif choice == 1:  # the entry written as an array
             entry = pair[1]
-            pair[1] = [v for k, v in entry if k in ("dtype", "shape", "data_offsets")]  # type: ignore[union-attr]
+            pair[1] = [v for k, v in entry if k in ("dtype", "shape", "data_offsets")]
         else:
             pair[1] = _nest(rng, pair[1])
     elif op == 8:
         _mutate_metadata(rng, root)
     elif tensors:
         pair = rng.choice(tensors)
-        pair[1].append(["x", _nest(rng, rng.choice((0, "s", None)))])  # type: ignore[union-attr]
+        pair[1].append(["x", _nest(rng, rng.choice((0, "s", None)))])
 
 
 def _mutate_metadata(rng: random.Random, root: Obj) -> None:
@@ -179,7 +207,7 @@ def _repair(root: Obj, data: bytes, rng: random.Random) -> bytes:
     """Lay the well-formed entries out contiguously and size the data region to match."""
     cursor = 0
     for _, entry in _tensors(root):
-        dtype, shape, offsets = _field(entry, "dtype"), _field(entry, "shape"), _field(entry, "data_offsets")  # type: ignore[arg-type]
+        dtype, shape, offsets = _field(entry, "dtype"), _field(entry, "shape"), _field(entry, "data_offsets")
         if dtype is None or shape is None or offsets is None or not isinstance(dtype[1], str):
             continue
         if dtype[1] not in DTYPE_BITS:
@@ -189,8 +217,8 @@ def _repair(root: Obj, data: bytes, rng: random.Random) -> bytes:
             continue
         numel = 1
         for d in dims:
-            numel *= d  # type: ignore[operator]
-        nbits = numel * DTYPE_BITS[dtype[1]]  # type: ignore[index]
+            numel *= d
+        nbits = numel * DTYPE_BITS[dtype[1]]
         size = -(-nbits // 8)
         if size > _MAX_DATA or cursor + size > _MAX_DATA:
             continue
@@ -198,7 +226,11 @@ def _repair(root: Obj, data: bytes, rng: random.Random) -> bytes:
         cursor += size
     if len(data) >= cursor:
         return data[:cursor]
-    return data + bytes(rng.randrange(256) for _ in range(min(cursor - len(data), 64))) + bytes(max(0, cursor - len(data) - 64))
+    return (
+        data
+        + bytes(rng.randrange(256) for _ in range(min(cursor - len(data), 64)))
+        + bytes(max(0, cursor - len(data) - 64))
+    )
 
 
 # --- encoding -------------------------------------------------------------
@@ -218,9 +250,11 @@ class _Style:
             return "".join(self.rng.choice(_WS_CHARS) for _ in range(self.rng.randrange(3)))
         return self.ws
 
-    def number(self, value: int | float) -> str:
+    def number(self, value: float) -> str:
         if type(value) is int and self.odd_numbers and self.rng.random() < 0.3:
-            return self.rng.choice((f"{value}.0", f"{value}e0", f"0{value}", f"+{value}", f"{value}E+0", "-0", f"{value}."))
+            return self.rng.choice(
+                (f"{value}.0", f"{value}e0", f"0{value}", f"+{value}", f"{value}E+0", "-0", f"{value}.")
+            )
         return json.dumps(value)
 
     def string(self, value: str) -> str:
@@ -290,7 +324,7 @@ def _encode_file(root: Node, data: bytes, rng: random.Random) -> bytes:
 
 def byte_mutate(data: bytes, max_size: int, rng: random.Random | None = None) -> bytes:
     """A small byte-level mutator (used where libFuzzer's is not available)."""
-    rng = rng or random.Random(len(data))
+    rng = rng or random.Random(len(data))  # noqa: S311 - fuzzing, not cryptography
     buf = bytearray(data)
     for _ in range(rng.randrange(1, 4)):
         op = rng.randrange(6)
@@ -316,7 +350,7 @@ def byte_mutate(data: bytes, max_size: int, rng: random.Random | None = None) ->
 
 def mutate(data: bytes, max_size: int, seed: int, byte_mutator: ByteMutator | None = None) -> bytes:
     """Mutate one input: structure-aware when it decodes, byte-level otherwise."""
-    rng = random.Random(seed)
+    rng = random.Random(seed)  # noqa: S311 - fuzzing, not cryptography
     decoded = _decode(data) if rng.random() < 0.85 else None
     if decoded is None or not isinstance(decoded[0], Obj):
         if byte_mutator is not None:

@@ -8,8 +8,12 @@
 # with a one-line reproducer (`.cmd`), and restarts the job with the time
 # left.  A signature found again is not saved twice; one found three times
 # ends that job, since it blocks further progress until it is fixed.
+# ruff: noqa: PLC0415, PTH100, PTH103, PTH110, PTH112, PTH118, PTH119, PTH120, PTH123, PTH202, PTH208
+# Lazy imports: atheris, numpy, hypothesis and safetensors load, only where used.
+# Paths: os.path and open(), like the rest of the package.
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import os
@@ -28,9 +32,7 @@ from validator._fuzz_seeds import dictionary_text, seed_files
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
-_PROGRESS: Final = re.compile(
-    r"^#(\d+)\s+(\w+)\s+cov: (\d+) ft: (\d+) corp: (\d+)/\S+.*?exec/s: (\d+)"
-)
+_PROGRESS: Final = re.compile(r"^#(\d+)\s+(\w+)\s+cov: (\d+) ft: (\d+) corp: (\d+)/\S+.*?exec/s: (\d+)")
 _EXECUTED: Final = re.compile(r"^stat::number_of_executed_units: (\d+)")
 _ARTIFACT: Final = re.compile(r"Test unit written to (\S+)")
 _PY_EXC: Final = re.compile(r"^=== Uncaught Python exception: ===$")
@@ -122,14 +124,25 @@ class _Job:
         art = os.path.join(c.dir, f"artifacts-{self.index}") + os.sep
         os.makedirs(art, exist_ok=True)
         argv = [
-            sys.executable, "-c", BOOT, cfg.target, c.corpus_dir, *c.seed_dirs,
-            f"-max_total_time={max(1, seconds)}", f"-timeout={cfg.timeout_s}", f"-rss_limit_mb={cfg.rss_limit_mb}",
-            f"-max_len={cfg.max_len}", f"-artifact_prefix={art}", "-print_final_stats=1", f"-seed={c.seed(self.index)}",
-            *([f"-dict={c.dict_path}"] if c.dict_path else []), *cfg.engine_args,
+            sys.executable,
+            "-c",
+            BOOT,
+            cfg.target,
+            c.corpus_dir,
+            *c.seed_dirs,
+            f"-max_total_time={max(1, seconds)}",
+            f"-timeout={cfg.timeout_s}",
+            f"-rss_limit_mb={cfg.rss_limit_mb}",
+            f"-max_len={cfg.max_len}",
+            f"-artifact_prefix={art}",
+            "-print_final_stats=1",
+            f"-seed={c.seed(self.index)}",
+            *([f"-dict={c.dict_path}"] if c.dict_path else []),
+            *cfg.engine_args,
         ]
         self.current_execs = 0
         lines: list[str] = []
-        with subprocess.Popen(
+        with subprocess.Popen(  # noqa: S603 - our own interpreter and module
             argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=c.child_env, text=True, errors="replace"
         ) as proc:
             c.processes.append(proc)
@@ -244,17 +257,27 @@ class _Campaign:
         os.makedirs(dest_dir, exist_ok=True)
         small = artifact + ".min"
         if kind == "crash":
-            try:
-                subprocess.run(
-                    [sys.executable, "-m", "validator._fuzz_main", "minimise", cfg.target, artifact, small, str(cfg.minimise_s)],
-                    env=self.child_env, capture_output=True, timeout=cfg.minimise_s + 60, check=False,
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                subprocess.run(  # noqa: S603 - our own interpreter and module
+                    [
+                        sys.executable,
+                        "-m",
+                        "validator._fuzz_main",
+                        "minimise",
+                        cfg.target,
+                        artifact,
+                        small,
+                        str(cfg.minimise_s),
+                    ],
+                    env=self.child_env,
+                    capture_output=True,
+                    timeout=cfg.minimise_s + 60,
+                    check=False,
                 )
-            except subprocess.TimeoutExpired:
-                pass
         source = small if os.path.exists(small) and os.path.getsize(small) > 0 else artifact
         with open(source, "rb") as f:
             data = f.read()
-        name = f"{kind}-{hashlib.sha1(data).hexdigest()[:12]}"
+        name = f"{kind}-{hashlib.sha1(data, usedforsecurity=False).hexdigest()[:12]}"
         path = os.path.join(dest_dir, name + ".bin")
         with open(path, "wb") as f:
             f.write(data)

@@ -5,6 +5,9 @@
 # padding, entries written as arrays, duplicates), and one file per layout
 # and JSON defect.  `fuzz/seeds/` and `fuzz/safetensors.dict` are these
 # values written out (tests check that they match).
+# ruff: noqa: PLC0415, PTH103, PTH118, PTH123
+# Lazy imports: atheris, numpy, hypothesis and safetensors load, only where used.
+# Paths: os.path and open(), like the rest of the package.
 from __future__ import annotations
 
 import json
@@ -16,7 +19,9 @@ from validator._dtypes import DTYPE_BITS
 _PAD_TO: Final = 8
 
 
-def build(header: bytes | str | dict[str, object], data: bytes = b"", *, pad: bytes = b" ", n: int | None = None) -> bytes:
+def build(
+    header: bytes | str | dict[str, object], data: bytes = b"", *, pad: bytes = b" ", n: int | None = None
+) -> bytes:
     """A file from a header (object or raw text), padded with ``pad`` to 8 bytes."""
     if isinstance(header, dict):
         header = json.dumps(header, separators=(",", ":"))
@@ -67,10 +72,13 @@ def seed_files() -> dict[str, bytes]:
         "i_tab_padding.safetensors": build({"a": _entry("U8", [1], 0, 1)}, b"z", pad=b"\t"),
         "i_entry_array.safetensors": build('{"a":["U8",[1],[0,1]]}', b"z"),
         "i_duplicate_tensor.safetensors": build(
-            '{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"a":{"dtype":"I8","shape":[1],"data_offsets":[0,1]}}', b"z"
+            '{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"a":{"dtype":"I8","shape":[1],"data_offsets":[0,1]}}',
+            b"z",
         ),
         "i_unknown_field.safetensors": build('{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":[[1]]}}', b"z"),
-        "i_metadata_null.safetensors": build('{"__metadata__":null,"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}', b"z"),
+        "i_metadata_null.safetensors": build(
+            '{"__metadata__":null,"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}', b"z"
+        ),
         "i_dtype_object.safetensors": build('{"a":{"dtype":{"U8":null},"shape":[1],"data_offsets":[0,1]}}', b"z"),
         "i_deep_120.safetensors": _deep(120),
         "n_deep_200.safetensors": _deep(200),
@@ -85,15 +93,21 @@ def seed_files() -> dict[str, bytes]:
         "n_length_mismatch.safetensors": build({"a": _entry("F32", [2], 0, 4)}, b"abcd"),
         "n_number_float.safetensors": build('{"a":{"dtype":"U8","shape":[1.0],"data_offsets":[0,1]}}', b"z"),
         "n_number_minus_zero.safetensors": build('{"a":{"dtype":"U8","shape":[1],"data_offsets":[-0,1]}}', b"z"),
-        "n_number_2_64.safetensors": build('{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,18446744073709551616]}}', b"z"),
-        "n_nan_token.safetensors": build('{"__metadata__":{"k":"v"},"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":NaN}}', b"z"),
+        "n_number_2_64.safetensors": build(
+            '{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,18446744073709551616]}}', b"z"
+        ),
+        "n_nan_token.safetensors": build(
+            '{"__metadata__":{"k":"v"},"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":NaN}}', b"z"
+        ),
         "n_lone_surrogate.safetensors": build('{"\\ud800":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}', b"z"),
         "n_dtype_lowercase.safetensors": build({"a": _entry("f32", [1], 0, 4)}, b"abcd"),
         "n_nul_padding.safetensors": build({"a": _entry("U8", [1], 0, 1)}, b"z", pad=b"\x00"),
         "n_bom.safetensors": build(b'\xef\xbb\xbf{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}', b"z"),
         "n_not_utf8.safetensors": build(b'{"\xff":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}', b"z"),
         "n_metadata_not_string.safetensors": build({"__metadata__": {"k": 1}}),
-        "n_duplicate_field.safetensors": build('{"a":{"dtype":"U8","dtype":"U8","shape":[1],"data_offsets":[0,1]}}', b"z"),
+        "n_duplicate_field.safetensors": build(
+            '{"a":{"dtype":"U8","dtype":"U8","shape":[1],"data_offsets":[0,1]}}', b"z"
+        ),
         "n_missing_field.safetensors": build('{"a":{"dtype":"U8","shape":[1]}}', b"z"),
         "n_header_too_large.safetensors": build("{}", n=100_000_001),
         "n_header_length_exceeds_file.safetensors": build("{}", n=64),
@@ -107,10 +121,42 @@ def dictionary_tokens() -> list[bytes]:
     words += [b'"' + d.encode() + b'"' for d in DTYPE_BITS]
     words += [b'{"' + d.encode() + b'":null}' for d in ("F32", "BF16", "F4")]
     words += [
-        b"{", b"}", b"[", b"]", b":", b",", b'""', b"null", b"true", b"false", b"NaN", b"Infinity", b"-0", b"1.0", b"1e0",
-        b"0", b"1", b"8", b"255", b"4294967296", b"9223372036854775808", b"18446744073709551615", b"18446744073709551616",
-        b"100000000", b"100000001", b"\\u0000", b"\\ud800", b"\\ud83d\\ude00", b"\xef\xbb\xbf", b"\t", b"\r\n", b"\x00",
-        b"        ", b"[[[[[[[[", b"]]]]]]]]", b"\xe2\x80\xae",
+        b"{",
+        b"}",
+        b"[",
+        b"]",
+        b":",
+        b",",
+        b'""',
+        b"null",
+        b"true",
+        b"false",
+        b"NaN",
+        b"Infinity",
+        b"-0",
+        b"1.0",
+        b"1e0",
+        b"0",
+        b"1",
+        b"8",
+        b"255",
+        b"4294967296",
+        b"9223372036854775808",
+        b"18446744073709551615",
+        b"18446744073709551616",
+        b"100000000",
+        b"100000001",
+        b"\\u0000",
+        b"\\ud800",
+        b"\\ud83d\\ude00",
+        b"\xef\xbb\xbf",
+        b"\t",
+        b"\r\n",
+        b"\x00",
+        b"        ",
+        b"[[[[[[[[",
+        b"]]]]]]]]",
+        b"\xe2\x80\xae",
     ]
     words += [struct.pack("<Q", v) for v in (0, 2, 8, 100_000_000, 100_000_001, 2**63, 2**64 - 1)]
     return words

@@ -16,6 +16,8 @@
 #   every tensor's bytes are the file's bytes at the declared range.
 # - roundtrip: an accepted file re-serialised canonically is strict-valid,
 #   has the same table and metadata, and re-serialises to the same bytes.
+# ruff: noqa: PLC0415
+# Lazy imports: atheris, numpy, hypothesis and safetensors load, only where used.
 from __future__ import annotations
 
 import io
@@ -152,7 +154,11 @@ def _check_tiling(report: Report) -> None:
 
 def _same(a: Report, b: Report) -> bool:
     return (a.findings, a.tensors, a.metadata, a.header_size, a.file_size) == (
-        b.findings, b.tensors, b.metadata, b.header_size, b.file_size
+        b.findings,
+        b.tensors,
+        b.metadata,
+        b.header_size,
+        b.file_size,
     )
 
 
@@ -198,7 +204,7 @@ def reference_load(data: bytes) -> tuple[str | None, list[tuple[str, dict[str, A
     import safetensors
 
     try:
-        return None, safetensors.deserialize(data)
+        return None, safetensors.deserialize(data)  # type: ignore[no-untyped-call]  # untyped binding
     except safetensors.SafetensorError as exc:
         return reference_class(str(exc)), []
     except BaseException as exc:  # a Rust panic surfaces as a BaseException
@@ -236,10 +242,25 @@ def target_differential(data: bytes) -> None:
 
 
 _NUMPY_NAMES: Final = {
-    "BOOL": "bool", "U8": "uint8", "I8": "int8", "I16": "int16", "U16": "uint16", "F16": "float16",
-    "I32": "int32", "U32": "uint32", "F32": "float32", "C64": "complex64", "F64": "float64", "I64": "int64",
-    "U64": "uint64", "BF16": "bfloat16", "F8_E5M2": "float8_e5m2", "F8_E4M3": "float8_e4m3fn",
-    "F8_E8M0": "float8_e8m0fnu", "F8_E4M3FNUZ": "float8_e4m3fnuz", "F8_E5M2FNUZ": "float8_e5m2fnuz",
+    "BOOL": "bool",
+    "U8": "uint8",
+    "I8": "int8",
+    "I16": "int16",
+    "U16": "uint16",
+    "F16": "float16",
+    "I32": "int32",
+    "U32": "uint32",
+    "F32": "float32",
+    "C64": "complex64",
+    "F64": "float64",
+    "I64": "int64",
+    "U64": "uint64",
+    "BF16": "bfloat16",
+    "F8_E5M2": "float8_e5m2",
+    "F8_E4M3": "float8_e4m3fn",
+    "F8_E8M0": "float8_e8m0fnu",
+    "F8_E4M3FNUZ": "float8_e4m3fnuz",
+    "F8_E5M2FNUZ": "float8_e5m2fnuz",
 }
 
 

@@ -9,6 +9,9 @@
 # of stopping at the first; hangs and memory blow-ups are left to the
 # engine's -timeout and -rss_limit_mb, and the runner files them as the
 # categories `hang` and `out-of-memory`.
+# ruff: noqa: PLC0415, PTH103, PTH105, PTH109, PTH112, PTH118, PTH123, PTH202, PTH208
+# Lazy imports: atheris, numpy, hypothesis and safetensors load, only where used.
+# Paths: os.path and open(), like the rest of the package.
 from __future__ import annotations
 
 import dataclasses
@@ -83,7 +86,7 @@ class LoaderUnderTest:
     def _run_command(self, path: str) -> Outcome:
         argv = shlex.split(self.command.replace("{path}", shlex.quote(path)))  # type: ignore[union-attr]
         try:
-            proc = subprocess.run(argv, capture_output=True, timeout=CMD_TIMEOUT_S, check=False)
+            proc = subprocess.run(argv, capture_output=True, timeout=CMD_TIMEOUT_S, check=False)  # noqa: S603 - the user asked for it
         except subprocess.TimeoutExpired:
             return Outcome(accepted=False, crashed=True, detail=f"hang: no exit within {CMD_TIMEOUT_S:g}s")
         if proc.returncode in (0, 1):
@@ -124,8 +127,8 @@ def _import(spec: str) -> Any:  # noqa: ANN401 - whatever the user names
 def from_env() -> LoaderUnderTest:
     """The loader named by the environment (set by `stcheck fuzz loader-under-test`)."""
     clean: tuple[type[BaseException], ...] = (ValueError, StcheckError)
-    for spec in filter(None, os.environ.get(ENV_REJECT, "").split(",")):
-        clean = (*clean, _import(spec))
+    for name in filter(None, os.environ.get(ENV_REJECT, "").split(",")):
+        clean = (*clean, _import(name))
     try:
         import safetensors
 
@@ -167,13 +170,17 @@ def classify(loader: LoaderUnderTest, data: bytes) -> list[tuple[str, str]]:
         found.append(("rejects-valid", "the loader refuses a file safetensors accepts"))
     elif outcome.accepted and outcome.tensors is not None and ref.tensors is not None and ref.data_start is not None:
         if sorted(outcome.tensors) != sorted(ref.tensors):
-            found.append(("tensor-set-mismatch", f"loader {sorted(outcome.tensors)[:5]}, header {sorted(ref.tensors)[:5]}"))
+            found.append(
+                ("tensor-set-mismatch", f"loader {sorted(outcome.tensors)[:5]}, header {sorted(ref.tensors)[:5]}")
+            )
         else:
             for name, info in ref.tensors.items():
                 got = tensor_bytes(outcome.tensors[name])
                 want = data[ref.data_start + info.begin : ref.data_start + info.end]
                 if got != want:
-                    found.append(("bytes-mismatch", f"tensor {name!r}: {len(got)} bytes returned, {len(want)} declared"))
+                    found.append(
+                        ("bytes-mismatch", f"tensor {name!r}: {len(got)} bytes returned, {len(want)} declared")
+                    )
                     break
     return found
 
@@ -197,7 +204,8 @@ def record(out_dir: str, category: str, detail: str, data: bytes) -> None:
         f.write(data)
     os.replace(tmp, base + ".safetensors")
     with open(base + ".json", "w", encoding="utf-8") as f:
-        json.dump({"category": category, "detail": detail, "size": len(data), "sha1": hashlib.sha1(data).hexdigest()}, f)
+        digest = hashlib.sha1(data, usedforsecurity=False).hexdigest()
+        json.dump({"category": category, "detail": detail, "size": len(data), "sha1": digest}, f)
 
 
 def make_target(loader: LoaderUnderTest, out_dir: str) -> Callable[[bytes], None]:
@@ -212,7 +220,7 @@ def make_target(loader: LoaderUnderTest, out_dir: str) -> Callable[[bytes], None
 
 def read_findings(out_dir: str) -> list[dict[str, Any]]:
     """The recorded categories with their reproducer paths, sorted."""
-    found = []
+    found: list[dict[str, Any]] = []
     if not os.path.isdir(out_dir):
         return found
     for name in sorted(os.listdir(out_dir)):

@@ -12,7 +12,7 @@ import struct
 
 
 def load(path):  # noqa: ANN001, ANN201 - kept as naive as the code it imitates
-    with open(path, "rb") as f:
+    with open(path, "rb") as f:  # noqa: PTH123
         data = f.read()
     (n,) = struct.unpack("<Q", data[:8])
     header = json.loads(data[8 : 8 + n])
