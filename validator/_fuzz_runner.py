@@ -8,7 +8,7 @@
 # with a one-line reproducer (`.cmd`), and restarts the job with the time
 # left.  A signature found again is not saved twice; one found three times
 # ends that job, since it blocks further progress until it is fixed.
-# ruff: noqa: PLC0415, PTH100, PTH103, PTH110, PTH112, PTH118, PTH119, PTH120, PTH123, PTH202, PTH208
+# ruff: noqa: PLC0415, PTH100, PTH103, PTH110, PTH112, PTH118, PTH119, PTH120, PTH123, PTH202, PTH206, PTH208
 # Lazy imports: atheris, numpy, hypothesis and safetensors load, only where used.
 # Paths: os.path and open(), like the rest of the package.
 from __future__ import annotations
@@ -176,12 +176,21 @@ class _Campaign:
         self.seed_dirs: list[str] = []
         self.dict_path: str | None = None
         if config.target != HYPOTHESIS:  # Hypothesis reads its own choice sequences, not files
+            # Seeds: ours plus the given directories' files.  Saved regressions
+            # stay out: one that still fails would stop every run at start-up.
             seeds = os.path.join(os.path.abspath(config.workdir), "seeds")
-            os.makedirs(seeds, exist_ok=True)
-            for name, data in seed_files().items():
+            shutil.rmtree(seeds, ignore_errors=True)
+            os.makedirs(seeds)
+            files = dict(seed_files())
+            for path in replay_paths([d for d in config.seed_dirs if os.path.isdir(d)]):
+                if "regressions" not in path.split(os.sep):
+                    with open(path, "rb") as f:
+                        data = f.read()
+                    files[hashlib.sha1(data, usedforsecurity=False).hexdigest()] = data
+            for name, data in files.items():
                 with open(os.path.join(seeds, name), "wb") as f:
                     f.write(data)
-            self.seed_dirs = [seeds, *(os.path.abspath(d) for d in config.seed_dirs if os.path.isdir(d))]
+            self.seed_dirs = [seeds]
             self.dict_path = os.path.join(os.path.abspath(config.workdir), "safetensors.dict")
             with open(self.dict_path, "w", encoding="utf-8") as f:
                 f.write(dictionary_text())

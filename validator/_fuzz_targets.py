@@ -101,7 +101,8 @@ def known_issue(data: bytes) -> str | None:
     return next((name for name, hits in KNOWN_ISSUES.items() if hits(data)), None)
 
 
-def _skipped(data: bytes) -> bool:
+def skip_known(data: bytes) -> bool:
+    """Whether a campaign steps around ``data`` (--skip-known and a known issue)."""
     return bool(os.environ.get(ENV_SKIP_KNOWN)) and known_issue(data) is not None
 
 
@@ -164,7 +165,7 @@ def _same(a: Report, b: Report) -> bool:
 
 def target_validate(data: bytes) -> None:
     """Any bytes give a consistent Report under both profiles, in bounded time."""
-    if _skipped(data):
+    if skip_known(data):
         return
     start = time.perf_counter()
     reports = {}
@@ -215,7 +216,7 @@ def reference_load(data: bytes) -> tuple[str | None, list[tuple[str, dict[str, A
 
 def target_differential(data: bytes) -> None:
     """The reference profile agrees with safetensors 0.8.0 on verdict, error class and table."""
-    if _skipped(data):
+    if skip_known(data):
         return
     ref = validate(data, profile=Profile.REFERENCE)
     strict = validate(data, profile=Profile.STRICT)
@@ -318,7 +319,7 @@ def tensor_bytes(value: Any) -> bytes:  # noqa: ANN401 - any tensor-like object
 
 def target_loader(data: bytes) -> None:
     """The loader accepts exactly what validation accepts, with the declared bytes."""
-    if _skipped(data):
+    if skip_known(data):
         return
     report = validate(data)
     try:
@@ -368,7 +369,7 @@ def serialise(report: Report, data: bytes) -> bytes:
 
 def target_roundtrip(data: bytes) -> None:
     """parse -> serialise -> parse gives the same table, and serialising is idempotent."""
-    if _skipped(data):
+    if skip_known(data):
         return
     first = validate(data, profile=Profile.REFERENCE)
     if not first.valid:
