@@ -130,8 +130,9 @@ def _replay(args: argparse.Namespace) -> int:
 
 def _print_summary(summary: Summary) -> None:
     print(
-        f"[{summary.target}] done: {summary.execs} execs in {summary.seconds:.0f}s "
-        f"({summary.execs_per_s:.0f}/s), cov {summary.coverage}, corpus {summary.corpus}, "
+        f"[{summary.target}] done: {summary.execs} execs in {summary.seconds:.0f}s ({summary.execs_per_s:.0f}/s); "
+        f"{summary.cpu_seconds:.0f} CPU s ({summary.execs_per_cpu_s:.0f} execs per CPU second); "
+        f"cov {summary.coverage}, corpus {summary.corpus}, "
         f"findings {len(summary.findings)}"
     )
     for finding in summary.findings:

@@ -79,6 +79,7 @@ class Summary:
 
     target: str
     seconds: float = 0.0
+    cpu_seconds: float = 0.0
     execs: int = 0
     coverage: int = 0
     features: int = 0
@@ -89,6 +90,11 @@ class Summary:
     def execs_per_s(self) -> float:
         """Executions per wall-clock second, all jobs together."""
         return self.execs / self.seconds if self.seconds else 0.0
+
+    @property
+    def execs_per_cpu_s(self) -> float:
+        """Executions per CPU second of the engine processes: the one-core rate, whatever the load."""
+        return self.execs / self.cpu_seconds if self.cpu_seconds else 0.0
 
 
 class _Job:
@@ -330,6 +336,7 @@ def _signature(kind: str, output: str) -> str:
 
 def run(config: Config, out: Callable[[str], None] = print) -> Summary:
     """Run one campaign; print progress through ``out``; return its summary."""
+    cpu_before = _children_cpu()
     campaign = _Campaign(config, out)
     threads = [threading.Thread(target=job.run, daemon=True) for job in campaign.jobs]
     for thread in threads:
@@ -351,12 +358,21 @@ def run(config: Config, out: Callable[[str], None] = print) -> Summary:
     return Summary(
         target=config.target,
         seconds=time.monotonic() - campaign.start,
+        cpu_seconds=_children_cpu() - cpu_before,
         execs=sum(j.execs for j in campaign.jobs),
         coverage=campaign.coverage,
         features=campaign.features,
         corpus=campaign.corpus_size(),
         findings=campaign.findings,
     )
+
+
+def _children_cpu() -> float:
+    """CPU seconds used by finished child processes (engines and minimisers)."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def replay_paths(paths: list[str]) -> list[str]:
