@@ -68,6 +68,7 @@ def seed_files() -> dict[str, bytes]:
             {"e": _entry("F32", [0, 3], 0, 0), "f": _entry("I8", [0], 0, 0), "g": _entry("U8", [2], 0, 2)}, b"ab"
         ),
         "y_scalar.safetensors": build({"s": _entry("I64", [], 0, 8)}, bytes(8)),
+        "y_zero_elements_dim_2_63.safetensors": build({"a": _entry("F32", [0, 2**63], 0, 0)}),
         "i_leading_whitespace.safetensors": build(' \n{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}', b"z"),
         "i_tab_padding.safetensors": build({"a": _entry("U8", [1], 0, 1)}, b"z", pad=b"\t"),
         "i_entry_array.safetensors": build('{"a":["U8",[1],[0,1]]}', b"z"),

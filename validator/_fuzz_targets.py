@@ -279,11 +279,31 @@ def _numpy_dtype(name: str) -> Any:  # noqa: ANN401 - a numpy dtype
     return np.dtype(getattr(ml_dtypes, np_name))
 
 
+_INTP_MAX: Final = 2**63 - 1
+
+
+def numpy_representable(shape: tuple[int, ...], bits: int) -> bool:
+    """Whether numpy can build an array of ``shape``.
+
+    numpy refuses a shape whose non-zero dimensions times the element size
+    pass 2^63-1, even when another dimension is 0.  A valid file can hold
+    such a tensor only with zero elements, e.g. F32 [0, 2^61]: an accepted
+    behaviour (i_) the loader refuses cleanly instead of loading.
+    """
+    total = max(1, bits // 8)
+    for dim in shape:
+        if dim > _INTP_MAX:
+            return False
+        total *= dim or 1
+    return total <= _INTP_MAX
+
+
 def numpy_views(data: bytes) -> dict[str, Any]:
     """The interim loader: numpy views of the file bytes at each declared range.
 
-    Raises InvalidFileError for a file the strict profile rejects.  Sub-byte
-    dtypes (F4, F6_*) come back as their raw bytes.
+    Raises InvalidFileError for a file the strict profile rejects, and
+    StcheckError for a tensor numpy cannot represent (numpy_representable).
+    Sub-byte dtypes (F4, F6_*) come back as their raw bytes.
     """
     import numpy as np
 
@@ -296,12 +316,31 @@ def numpy_views(data: bytes) -> dict[str, Any]:
     for name, info in report.tensors.items():
         raw = buf[start + info.begin : start + info.end]
         dtype = _numpy_dtype(info.dtype)
+        if dtype is not None and not numpy_representable(info.shape, info.bits):
+            msg = f"tensor {name!r}: numpy cannot represent shape {list(info.shape)} of {info.dtype}"
+            raise StcheckError(msg)
         out[name] = raw if dtype is None else raw.view(dtype).reshape(info.shape)
     return out
 
 
-# The loader under test.  Switch to the package's loader when it lands by
-# changing this one line (it must raise StcheckError on a rejected file).
+def package_loader(data: bytes) -> dict[str, Any]:
+    """The package's own loader (``validator.open``) over a temporary copy of ``data``."""
+    import importlib
+    import tempfile
+
+    import numpy as np
+
+    open_file = importlib.import_module("validator._loader").open_file
+    with tempfile.NamedTemporaryFile(suffix=".safetensors") as tmp:
+        tmp.write(data)
+        tmp.flush()
+        with open_file(tmp.name) as handle:
+            return {name: np.array(handle.get(name), copy=True) for name in handle.keys()}  # noqa: SIM118
+
+
+# The loader under test.  Switch to the package's loader once validator.open
+# is on main by changing this one line to `LOAD = package_loader` (a loader
+# must raise StcheckError on a rejected file).
 LOAD: Callable[[bytes], Mapping[str, Any]] = numpy_views
 
 
@@ -324,9 +363,10 @@ def target_loader(data: bytes) -> None:
     report = validate(data)
     try:
         loaded = LOAD(data)
-    except StcheckError:
-        if report.valid:
-            _fail("the loader refuses a file the strict profile accepts")
+    except StcheckError as exc:
+        unrepresentable = any(not numpy_representable(t.shape, t.bits) for t in (report.tensors or {}).values())
+        if report.valid and not unrepresentable:
+            _fail(f"the loader refuses a file the strict profile accepts: {exc}")
         return
     if not report.valid or report.tensors is None or report.data_start is None:
         _fail(f"the loader accepts a file the strict profile rejects ({report.errors[0].slug})")
