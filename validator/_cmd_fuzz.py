@@ -63,7 +63,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="do not step around the known validator bugs listed in _fuzz_targets.KNOWN_ISSUES",
     )
-    p.add_argument("--engine-arg", action="append", default=[], metavar="-FLAG=VALUE", help="extra libFuzzer flag")
+    p.add_argument(
+        "--engine-arg",
+        action="append",
+        default=[],
+        metavar="-FLAG=VALUE",
+        help="extra libFuzzer flag, written --engine-arg=-use_value_profile=1",
+    )
     loader = p.add_argument_group("fuzz your loader (TARGET loader-under-test)")
     loader.add_argument(
         "--loader", metavar="MODULE:FUNCTION", help="a callable taking a path (or bytes) and returning {name: tensor}"
