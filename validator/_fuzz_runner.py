@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 _PROGRESS: Final = re.compile(r"^#(\d+)\s+(\w+)\s+cov: (\d+) ft: (\d+) corp: (\d+)/\S+.*?exec/s: (\d+)")
 _EXECUTED: Final = re.compile(r"^stat::number_of_executed_units: (\d+)")
 _ARTIFACT: Final = re.compile(r"Test unit written to (\S+)")
-_PY_EXC: Final = re.compile(r"^=== Uncaught Python exception: ===$")
+_PY_EXC: Final = re.compile(r"^\s*=== Uncaught Python exception: ===\s*$")
 _FRAME: Final = re.compile(r'^\s*File "([^"]+)", line (\d+), in (\S+)')
 _SIDE_FILES: Final = (".cmd", ".log", ".xfail", ".md", ".json", ".txt")
 MAX_REPEATS: Final = 3
