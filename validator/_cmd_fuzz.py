@@ -146,11 +146,18 @@ def _print_summary(summary: Summary) -> None:
         print(f"    reproduce: {finding.reproduce}")
 
 
+def _shown(path: str) -> str:
+    """``path`` relative to the working directory when it lies below it."""
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
 def _print_loader_report(out_dir: str, args: argparse.Namespace) -> int:
     from validator._fuzz_yours import DESCRIPTIONS, read_findings
 
     found = read_findings(out_dir)
     what = args.loader or args.loader_cmd
+    out_dir = _shown(out_dir)
     if not found:
         print(f"loader {what}: no disagreement with safetensors 0.8.0 found")
         return EXIT_OK
@@ -159,7 +166,7 @@ def _print_loader_report(out_dir: str, args: argparse.Namespace) -> int:
         family = entry["category"].split(":", 1)[0]
         print(f"  {entry['category']:48} {DESCRIPTIONS.get(family, '')}")
         print(f"      {entry['detail'][:150]}")
-        print(f"      {entry['path']} ({entry['size']} bytes)")
+        print(f"      {_shown(entry['path'])} ({entry['size']} bytes)")
     flag = f"--loader {args.loader}" if args.loader else f"--loader-cmd '{args.loader_cmd}'"
     print(f"reproduce one: stcheck fuzz loader-under-test {flag} --replay FILE")
     return EXIT_INVALID

@@ -47,7 +47,7 @@ CMD_TIMEOUT_S: Final = 10.0
 DESCRIPTIONS: Final = {
     "accepts-invalid": "accepts a file that safetensors 0.8.0 rejects",
     "rejects-valid": "rejects a file that safetensors 0.8.0 accepts",
-    "crash": "raises something other than a clean rejection (or exits with a status other than 0 or 1)",
+    "crash": "raises something other than a clean rejection (a command: exits neither 0 nor 1)",
     "bytes-mismatch": "returns tensor bytes that differ from the file's declared range",
     "tensor-set-mismatch": "returns other tensor names than the header declares",
     "hang": "runs past the time limit",
