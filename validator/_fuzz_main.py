@@ -22,6 +22,7 @@ import time
 import traceback
 from typing import TYPE_CHECKING, Final
 
+from validator._fuzz_mutator import reductions
 from validator._fuzz_targets import TARGETS
 
 if TYPE_CHECKING:
@@ -171,6 +172,16 @@ def minimise(test: Callable[[bytes], None], data: bytes, seconds: float) -> byte
     want = signature(first)
     deadline = time.monotonic() + seconds
     best = data
+    progress = True
+    while progress and time.monotonic() < deadline:  # structural first: drop whole header members
+        progress = False
+        for candidate in reductions(best):
+            if len(candidate) >= len(best):
+                continue
+            exc = failure(test, candidate)
+            if exc is not None and signature(exc) == want:
+                best, progress = candidate, True
+                break
     size = max(1, len(best) // 2)
     while size >= 1 and time.monotonic() < deadline:
         i = 0

@@ -319,6 +319,24 @@ def _encode_file(root: Node, data: bytes, rng: random.Random) -> bytes:
     return struct.pack("<Q", n) + header + tail
 
 
+def reductions(data: bytes) -> list[bytes]:
+    """Smaller variants of a decodable input, for minimising: each top-level
+    member removed, then the whole header re-encoded compactly (same tail)."""
+    decoded = _decode(data)
+    if decoded is None or not isinstance(decoded[0], Obj):
+        return []
+    root, tail = decoded
+    plain = _Style(random.Random(0))  # noqa: S311 - not cryptography
+    plain.ws, plain.odd_numbers, plain.escape = "", False, False
+    out = []
+    for tree in [Obj(root[:i] + root[i + 1 :]) for i in range(len(root))] + [root]:
+        parts: list[str] = []
+        _encode(tree, plain, parts)
+        header = "".join(parts).encode("utf-8", "surrogatepass")
+        out.append(struct.pack("<Q", len(header)) + header + tail)
+    return out
+
+
 # --- byte mutations -------------------------------------------------------
 
 
