@@ -88,6 +88,9 @@ def seed_files() -> dict[str, bytes]:
         "n_layout_overlap.safetensors": build({"a": _entry("U8", [2], 0, 2), "b": _entry("U8", [2], 1, 3)}, b"xyz"),
         "n_layout_trailing_bytes.safetensors": build({"a": a4}, b"\x00\x00\x80\x3f!!"),
         "n_layout_truncated.safetensors": build({"a": a4}, b"\x00\x00"),
+        "n_layout_tie_mixed_errors.safetensors": build(
+            {"a": _entry("U8", [1], 0, 1), "b": _entry("F4", [1], 0, 1)}, b"z"
+        ),
         "n_layout_reversed.safetensors": build({"a": _entry("U8", [0], 4, 0)}),
         "n_size_overflow.safetensors": build({"a": _entry("F32", [2**62, 8], 0, 0)}),
         "n_subbyte_misaligned.safetensors": build({"a": _entry("F4", [3], 0, 1)}, b"z"),
