@@ -220,7 +220,7 @@ def run(args: argparse.Namespace) -> int:
         targets = (args.target,)
     seeds = tuple(args.seeds) or (("corpus",) if os.path.isdir("corpus") else ())
     share = args.seconds / len(targets)
-    found = 0
+    summaries = []
     for target in targets:
         config = Config(
             target=target,
@@ -239,7 +239,13 @@ def run(args: argparse.Namespace) -> int:
         )
         summary = run_campaign(config, out=lambda s: print(s, flush=True))
         _print_summary(summary)
-        found += len(summary.findings)
+        summaries.append(summary)
+    found = sum(len(s.findings) for s in summaries)
+    if len(summaries) > 1:
+        execs = sum(s.execs for s in summaries)
+        cpu = sum(s.cpu_seconds for s in summaries)
+        wall = sum(s.seconds for s in summaries)
+        print(f"[all] {len(summaries)} targets: {execs} execs in {wall:.0f}s, {cpu:.0f} CPU s; findings {found}")
     if args.target == LOADER_UNDER_TEST:
         return _print_loader_report(env["STCHECK_FUZZ_LOADER_OUT"], args)
     return EXIT_INVALID if found else EXIT_OK

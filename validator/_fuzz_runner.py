@@ -117,7 +117,7 @@ class _Job:
             left = c.deadline - time.monotonic()
             if left < 1:
                 return
-            output = self._one_process(int(left) + 0)
+            output = self._one_process(int(left))
             artifact = next((m.group(1) for m in _ARTIFACT.finditer(output)), None)
             if artifact is None or not os.path.exists(artifact):
                 return  # time is up, or the engine stopped for a reason other than a finding
