@@ -11,9 +11,12 @@
 #   accepted file's table really tiles the data region.
 # - differential: the reference profile's verdict and error class equal those
 #   of safetensors 0.8.0 (`safetensors.deserialize`); strict-accept implies
-#   reference-accept; accepted tables equal the reference's.
+#   reference-accept; accepted tables equal the reference's.  Where the
+#   reference itself is random (tensors tied on offsets, see tie_classes),
+#   any class it can raise is accepted.
 # - loader: the loader accepts exactly what the strict profile accepts and
-#   every tensor's bytes are the file's bytes at the declared range.
+#   every tensor's bytes are the file's bytes at the declared range (a
+#   zero-element tensor numpy cannot shape may be refused cleanly).
 # - roundtrip: an accepted file re-serialised canonically is strict-valid,
 #   has the same table and metadata, and re-serialises to the same bytes.
 # ruff: noqa: PLC0415
