@@ -24,6 +24,8 @@ _COMMANDS: Final = (
     ("inspect", "validator._cmd_check"),
     ("rules", "validator._cmd_check"),
     ("fuzz", "validator._cmd_fuzz"),
+    ("scan", "validator._cmd_scan"),
+    ("conformance", "validator._cmd_conformance"),
 )
 
 

@@ -106,9 +106,18 @@ _TABLE: Final[tuple[tuple[str, str, str, Severity, frozenset[Profile], str | Non
     #
     #
     # Deep scan of tensor contents, integrity and policy (ST6xx).
-    #
-    #
-    #
+    ("ST601", "tensor-nan-inf", "float tensor holds NaN or infinite values", _W, BOTH, None, "deep"),
+    ("ST602", "tensor-all-zero", "tensor's bytes are all zero", _W, BOTH, None, "deep"),
+    ("ST603", "data-zero-tail", "the data region ends in a long run of zero bytes", _W, BOTH, None, "deep"),
+    ("ST604", "tensor-embedded-executable", "byte tensor holds a pickle, archive or binary", _W, BOTH, None, "deep"),
+    ("ST605", "metadata-suspicious", "odd name or metadata: .. path, controls, huge value", _W, BOTH, None, "deep"),
+    ("ST606", "checksum-mismatch", "file's digest differs from the expected one", _E, BOTH, None, "integrity"),
+    ("ST607", "checksum-missing", "no expected digest is known for the file", _W, BOTH, None, "integrity"),
+    ("ST608", "policy-file-too-large", "file is larger than the policy allows", _E, BOTH, None, "policy"),
+    ("ST609", "policy-header-too-large", "header is larger than the policy allows", _E, BOTH, None, "policy"),
+    ("ST610", "policy-too-many-tensors", "file has more tensors than the policy allows", _E, BOTH, None, "policy"),
+    ("ST611", "policy-dtype-forbidden", "tensor's dtype is not allowed by the policy", _E, BOTH, None, "policy"),
+    ("ST612", "policy-metadata-missing", "a metadata key the policy requires is absent", _E, BOTH, None, "policy"),
 )
 
 RULES: Final[tuple[Rule, ...]] = tuple(Rule(*row) for row in _TABLE)

@@ -1,0 +1,221 @@
+# Strategy: `stcheck conformance`, the command line of the harness in
+# _conformance.py.  Two modes:
+#
+# - matrix mode (default): every implementation in corpus/implementations.toml
+#   over the corpus; prints the totals and, with --out, writes results.jsonl,
+#   summary.md and results.html there.  Exit 0 unless a usage error.
+# - user mode (--impl 'python my_loader.py {path}' or --impl module:function):
+#   only the user's loader; prints a scorecard and exits 1 when any n_ file
+#   is accepted, any crash or timeout happens, or wrong data is returned, so
+#   it works as a CI gate.
+from __future__ import annotations
+
+import fnmatch
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from validator._cli import EXIT_ERROR, EXIT_INVALID, EXIT_OK
+from validator._conformance import (
+    FAILING,
+    SEVERITY,
+    STATUSES,
+    ConformanceError,
+    find_corpus,
+    load_cases,
+    load_impls,
+    probe,
+    run_all,
+    totals,
+    user_impl,
+    worst,
+    write_jsonl,
+)
+
+if TYPE_CHECKING:
+    import argparse
+
+    from validator._conformance import Case, Impl, Result
+
+
+def _out(text: str) -> None:
+    sys.stdout.write(text + "\n")
+
+
+def _err(text: str) -> None:
+    sys.stderr.write(text + "\n")
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "conformance",
+        help="run safetensors parsers over the conformance corpus (or gate your own loader with --impl)",
+        description="Run implementations over the conformance corpus and classify each result.",
+    )
+    p.add_argument("--corpus", metavar="DIR", help="corpus directory (default: ./corpus, then the checkout's)")
+    p.add_argument("--impl", metavar="SPEC", help="user mode: 'python my_loader.py {path}' or module:function")
+    p.add_argument(
+        "--only", metavar="NAME", action="append", default=[], help="run only this implementation (repeatable)"
+    )
+    p.add_argument(
+        "--ext",
+        metavar="DIR",
+        default=os.environ.get("STCHECK_EXT"),
+        help="where optional implementations are installed (default: $STCHECK_EXT)",
+    )
+    p.add_argument(
+        "--files", metavar="GLOB", action="append", default=[], help="only corpus files matching this glob (repeatable)"
+    )
+    p.add_argument(
+        "--large", action="store_true", help="also run the ~100 MB cases (materialised into the cache on first use)"
+    )
+    p.add_argument("--cache-dir", metavar="DIR", help="where large cases are materialised (default: CORPUS/.cache)")
+    p.add_argument("--out", metavar="DIR", help="write results.jsonl, summary.md and results.html here")
+    p.add_argument("--jobs", type=int, default=2, help="implementations run in parallel (default 2)")
+    p.add_argument("--timeout", type=float, default=20.0, help="user mode: seconds per file (default 20)")
+    p.add_argument(
+        "--memory-mb",
+        type=int,
+        default=2048,
+        help="user mode: address-space cap per file in MiB (default 2048, 0 = none)",
+    )
+    p.add_argument("--from-jsonl", metavar="FILE", help="do not run anything: re-render --out from a results.jsonl")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+    p.set_defaults(run=run)
+
+
+def _command_line(args: argparse.Namespace) -> str:
+    parts = ["stcheck", "conformance"]
+    if args.ext:
+        parts.insert(0, f"STCHECK_EXT={args.ext}")
+    for name in args.only:
+        parts += ["--only", name]
+    for glob in args.files:
+        parts += ["--files", glob]
+    if args.large:
+        parts.append("--large")
+    if args.out:
+        parts += ["--out", args.out]
+    return " ".join(shlex.quote(p) if "=" not in p else p for p in parts)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        corpus = find_corpus(args.corpus)
+        cache = Path(args.cache_dir) if args.cache_dir else None
+        cases = load_cases(corpus, large=args.large, cache=cache)
+        if args.files:
+            cases = [c for c in cases if any(fnmatch.fnmatch(c.file, g) for g in args.files)]
+            if not cases:
+                _err(f"stcheck: no corpus file matches {', '.join(args.files)}")
+                return EXIT_ERROR
+        if args.from_jsonl:
+            return _rerender(args, cases)
+        if args.impl:
+            impls = [user_impl(args.impl, memory_mb=args.memory_mb, timeout_s=args.timeout)]
+        else:
+            impls = load_impls(corpus, args.ext, args.only)
+    except ConformanceError as exc:
+        _err(f"stcheck: {exc}")
+        return EXIT_ERROR
+    except (OSError, ValueError, KeyError) as exc:
+        _err(f"stcheck: cannot read the corpus: {exc}")
+        return EXIT_ERROR
+    for impl in impls:
+        probe(impl)
+        if not args.quiet:
+            state = (
+                f"skipped: {impl.skip_reason}"
+                if impl.skip_reason
+                else f"version {impl.version}"
+                if impl.version
+                else "ready"
+            )
+            _err(f"{impl.name}: {state}")
+    if args.impl and impls[0].skip_reason:
+        _err(f"stcheck: cannot run {args.impl}: {impls[0].skip_reason}")
+        return EXIT_ERROR
+    done = [0]
+    total = len(cases) * len(impls)
+
+    def progress(_result: Result) -> None:
+        done[0] += 1
+        if not args.quiet and (done[0] % 200 == 0 or done[0] == total):
+            _err(f"  {done[0]}/{total} results")
+
+    results = run_all(impls, cases, jobs=args.jobs, on_result=progress)
+    command = _command_line(args)
+    if args.out:
+        from validator._conformance_report import render_html, render_markdown  # noqa: PLC0415 - only when writing
+
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        write_jsonl(out / "results.jsonl", impls, results)
+        (out / "summary.md").write_text(render_markdown(impls, cases, results, command), encoding="utf-8")
+        (out / "results.html").write_text(render_html(impls, cases, results, command), encoding="utf-8")
+    if args.impl:
+        return _scorecard(args.impl, results)
+    _print_totals(impls, results)
+    if args.out:
+        _out(f"wrote {Path(args.out) / 'results.jsonl'}, summary.md and results.html")
+    return EXIT_OK
+
+
+def _rerender(args: argparse.Namespace, cases: list[Case]) -> int:
+    from validator._conformance import read_jsonl  # noqa: PLC0415 - only when re-rendering
+    from validator._conformance_report import render_html, render_markdown  # noqa: PLC0415 - only when re-rendering
+
+    impls, results = read_jsonl(Path(args.from_jsonl))
+    names = {r.file for r in results}
+    cases = [c for c in cases if c.file in names]
+    out = Path(args.out or Path(args.from_jsonl).parent)
+    out.mkdir(parents=True, exist_ok=True)
+    summary = out / "summary.md"
+    command = _regen_command(summary)
+    summary.write_text(render_markdown(impls, cases, results, command), encoding="utf-8")
+    (out / "results.html").write_text(render_html(impls, cases, results, command), encoding="utf-8")
+    _print_totals(impls, results)
+    return EXIT_OK
+
+
+def _regen_command(summary: Path) -> str:
+    """The command recorded in an existing summary.md, kept on re-rendering."""
+    try:
+        text = summary.read_text(encoding="utf-8")
+    except OSError:
+        return "stcheck conformance --out DIR"
+    _, _, rest = text.partition("```sh\n")
+    return rest.partition("\n")[0] or "stcheck conformance --out DIR"
+
+
+def _print_totals(impls: list[Impl], results: list[Result]) -> None:
+    count = totals(results)
+    shown = [s for s in STATUSES if any(row.get(s) for row in count.values())]
+    width = max(len(i.name) for i in impls)
+    _out(f"{'implementation':{width}}  " + "  ".join(shown))
+    for impl in impls:
+        row = count.get(impl.name, {})
+        _out(f"{impl.name:{width}}  " + "  ".join(f"{row.get(s, 0):>{len(s)}}" for s in shown))
+    for impl in impls:
+        r = worst(results).get(impl.name)
+        if r is not None and SEVERITY[r.status] >= 2:
+            _out(f"{impl.name}: worst is {r.status} on {r.file}: {r.detail[:200]}")
+
+
+def _scorecard(spec: str, results: list[Result]) -> int:
+    count = totals(results).get(spec, {})
+    _out(f"conformance scorecard for {spec}")
+    for status in STATUSES:
+        if count.get(status):
+            _out(f"  {status:22} {count[status]}")
+    failing = [r for r in results if r.status in FAILING]
+    soft = [r for r in results if r.status == "should-have-accepted"]
+    for r in sorted(failing, key=lambda r: (-SEVERITY[r.status], r.file)):
+        _out(f"FAIL {r.status}: {r.file}: {r.detail[:300]}")
+    for r in soft:
+        _out(f"note should-have-accepted: {r.file}: {r.detail[:200]}")
+    verdict = "FAILED" if failing else "passed"
+    _out(f"{verdict}: {len(failing)} failing results ({', '.join(sorted(FAILING))}) out of {len(results)} files")
+    return EXIT_INVALID if failing else EXIT_OK

@@ -1,0 +1,240 @@
+# Strategy: the adapter side of the conformance protocol, shared by every
+# adapter in corpus/adapters/ and by `stcheck conformance --impl mod:func`.
+#
+# The protocol follows JSONTestSuite: `python ADAPTER FILE` exits 0 to accept,
+# 1 to reject, anything else (another code, a signal) is a crash.  On accept
+# it prints one JSON line, {"tensors": [{"name", "dtype", "shape", "nbytes",
+# "sha256"}]}, describing what the library handed back, so the harness can
+# compare the bytes with the declared range.  `ADAPTER --probe` prints
+# {"version": ...} or exits 3 with the reason the library is unavailable.
+#
+# `ADAPTER --serve` is a fork server: it imports the library once, then for
+# each request line {"path", "timeout", "memory_mb"} forks a child that runs
+# the same code as `ADAPTER FILE` under an address-space limit and an alarm,
+# and answers one JSON line {"rc", "signal", "stdout", "stderr", "seconds"}.
+# Every file still gets its own process, but a library that takes seconds to
+# import (torch) pays that once.
+#
+# Which exceptions count as a rejection: an adapter may pass `rejects`, a
+# predicate naming the errors its library raises on purpose (SafetensorError,
+# SafetensorsParsingError).  The default counts any Exception as a rejection
+# except those that mean the parser itself broke: RecursionError, MemoryError,
+# SystemError, and the ValueError of Python's integer-digit limit.  Anything
+# that is not an Exception (a Rust panic surfaces as a BaseException) is a
+# crash.
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+import signal
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+    Record = dict[str, Any]
+    Loader = Callable[[str], Iterable[Record]]
+
+ACCEPT = 0
+REJECT = 1
+CRASH = 2
+UNAVAILABLE = 3
+
+
+def record(name: str, dtype: object, shape: Iterable[int], data: bytes | None) -> Record:
+    """One tensor as the library returned it; data None when not readable."""
+    return {
+        "name": name,
+        "dtype": str(dtype),
+        "shape": [int(d) for d in shape],
+        "nbytes": None if data is None else len(data),
+        "sha256": None if data is None else hashlib.sha256(data).hexdigest(),
+    }
+
+
+def is_crash(exc: BaseException) -> bool:
+    """Whether an exception means the parser broke rather than refused."""
+    if not isinstance(exc, Exception):
+        return True
+    if isinstance(exc, (RecursionError, MemoryError, SystemError)):
+        return True
+    text = str(exc)
+    return isinstance(exc, ValueError) and "digits" in text and "limit" in text
+
+
+def default_rejects(exc: BaseException) -> bool:
+    return not is_crash(exc)
+
+
+def run_one(load: Loader, path: str, rejects: Callable[[BaseException], bool] = default_rejects) -> int:
+    """Load one file; print the accept line or the error; return the exit code."""
+    try:
+        records = list(load(path))
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - classifying every failure is the point
+        if rejects(exc):
+            sys.stderr.write(f"reject: {type(exc).__name__}: {str(exc)[:500]}\n")
+            return REJECT
+        sys.stderr.write(f"crash: {type(exc).__name__}: {str(exc)[:500]}\n")
+        traceback.print_exc(limit=6, file=sys.stderr)
+        return CRASH
+    sys.stdout.write(json.dumps({"tensors": records}) + "\n")
+    return ACCEPT
+
+
+def _vm_bytes() -> int:
+    try:
+        with Path("/proc/self/status").open(encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def limit_memory(memory_mb: int, *, on_top: bool) -> None:
+    """Cap the address space at memory_mb, above what is mapped now if on_top."""
+    import resource  # noqa: PLC0415 - POSIX only, needed only under a limit
+
+    cap = memory_mb * 1024 * 1024 + (_vm_bytes() if on_top else 0)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+
+def _child(
+    load: Loader, rejects: Callable[[BaseException], bool], path: str, files: tuple[str, str], limits: tuple[float, int]
+) -> None:
+    """Runs in the forked child; never returns.  files: (stdout, stderr); limits: (seconds, memory_mb)."""
+    out, err = files
+    timeout, memory_mb = limits
+    code = CRASH
+    try:
+        fd_out = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        fd_err = os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(fd_out, 1)
+        os.dup2(fd_err, 2)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.setitimer(signal.ITIMER_REAL, timeout)
+        if memory_mb:
+            limit_memory(memory_mb, on_top=True)
+        code = run_one(load, path, rejects)
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code)
+
+
+def serve(load: Loader, rejects: Callable[[BaseException], bool] = default_rejects) -> int:
+    """Answer requests from stdin, one forked child per file."""
+    with tempfile.TemporaryDirectory(prefix="stcheck-adapter-") as tmp:
+        out, err = str(Path(tmp) / "out"), str(Path(tmp) / "err")
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            req = json.loads(line)
+            start = time.monotonic()
+            sys.stdout.flush()
+            pid = os.fork()
+            if pid == 0:
+                limits = (float(req.get("timeout", 20)), int(req.get("memory_mb", 0)))
+                _child(load, rejects, req["path"], (out, err), limits)
+            _, status = os.waitpid(pid, 0)
+            seconds = time.monotonic() - start
+            rc = os.waitstatus_to_exitcode(status)
+            answer = {
+                "rc": rc if rc >= 0 else None,
+                "signal": -rc if rc < 0 else None,
+                "stdout": _read(out, 1 << 22),
+                "stderr": _read(err, 4000),
+                "seconds": round(seconds, 4),
+            }
+            sys.stdout.write(json.dumps(answer) + "\n")
+            sys.stdout.flush()
+    return 0
+
+
+def _read(path: str, limit: int) -> str:
+    try:
+        with Path(path).open("rb") as f:
+            data = f.read(limit)
+    except OSError:
+        return ""
+    return data.decode("utf-8", "replace")
+
+
+def main(load: Loader, version: Callable[[], str], rejects: Callable[[BaseException], bool] = default_rejects) -> int:
+    """Entry point of an adapter script: --probe, --serve or FILE."""
+    args = sys.argv[1:]
+    if args == ["--probe"]:
+        sys.stdout.write(json.dumps({"version": version()}) + "\n")
+        return ACCEPT
+    if args == ["--serve"]:
+        return serve(load, rejects)
+    if len(args) != 1:
+        sys.stderr.write("usage: ADAPTER FILE | --probe | --serve\n")
+        return CRASH
+    return run_one(load, args[0], rejects)
+
+
+def tensor_bytes(value: object) -> bytes | None:
+    """The raw bytes of a numpy array, torch tensor or mlx array, if readable."""
+    module = type(value).__module__.split(".")[0]
+    try:
+        if module == "torch":
+            import torch  # noqa: PLC0415 - only for torch tensors
+
+            t = value.detach().contiguous().reshape(-1)  # type: ignore[attr-defined]
+            return bytes(t.view(torch.uint8).numpy().tobytes())
+        if module == "mlx":
+            import mlx.core as mx  # type: ignore[import-not-found,unused-ignore]  # noqa: PLC0415 - only for mlx arrays
+            import numpy as np  # noqa: PLC0415 - numpy is optional
+
+            return bytes(np.array(value.reshape(-1).view(mx.uint8)).tobytes())  # type: ignore[attr-defined]
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            return bytes(value)
+        import numpy as np  # noqa: PLC0415 - numpy is optional
+
+        return bytes(np.ascontiguousarray(value).tobytes())
+    except (ImportError, TypeError, ValueError, RuntimeError, AttributeError):
+        return None
+
+
+def load_callable(spec: str) -> Loader:
+    """A loader from "module:function", where function(path) returns a mapping
+    of names to arrays/tensors (numpy, torch, mlx or bytes)."""
+    module_name, _, attr = spec.partition(":")
+    func = getattr(importlib.import_module(module_name), attr)
+
+    def load(path: str) -> Iterable[Record]:
+        result = func(path)
+        items = result.items() if hasattr(result, "items") else result
+        for name, value in items:
+            shape = getattr(value, "shape", ())
+            yield record(str(name), getattr(value, "dtype", "?"), tuple(shape), tensor_bytes(value))
+
+    return load
+
+
+if __name__ == "__main__":
+    # python -m validator._conformance_adapter MODULE:FUNCTION (FILE | --probe | --serve)
+    if len(sys.argv) < 3:
+        sys.stderr.write("usage: python -m validator._conformance_adapter MODULE:FUNCTION FILE|--probe|--serve\n")
+        raise SystemExit(CRASH)
+    target = sys.argv.pop(1)
+    sys.path.insert(0, str(Path.cwd()))
+    try:
+        loader = load_callable(target)
+    except Exception as exc:  # noqa: BLE001 - report any import failure as unavailable
+        sys.stderr.write(f"cannot import {target}: {type(exc).__name__}: {exc}\n")
+        raise SystemExit(UNAVAILABLE) from None
+    raise SystemExit(main(loader, lambda: target))

@@ -1,0 +1,286 @@
+# Strategy: a scan policy is data read from TOML, either a file given with
+# `--policy FILE.toml` or the `[tool.stcheck]` table of a `pyproject.toml`.
+# It sets limits (file size, header size, tensor count), the dtypes that are
+# allowed or forbidden, the metadata keys that must be present, and per-rule
+# severity overrides or ignores.  Every override and every ignore must carry
+# a reason, which reports show next to the finding: a suppressed finding is
+# kept, marked suppressed, never silently dropped.  A policy with an unknown
+# key, an unknown rule or a missing reason is refused (PolicyError) rather
+# than half-applied.
+# Paths are str, handled with os.path as in the rest of the package.
+# ruff: noqa: PTH100, PTH113, PTH118, PTH119, PTH120, PTH123
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+from validator._dtypes import DTYPE_BITS
+from validator._errors import StcheckError
+from validator._rules import BY_CODE, BY_SLUG, Rule, Severity
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
+    from validator._check import Checker
+    from validator._findings import Finding, Report
+
+
+class PolicyError(StcheckError):
+    """A policy file is unreadable or malformed."""
+
+
+@dataclass(frozen=True)
+class RuleSetting:
+    """What a policy says about one rule."""
+
+    reason: str
+    severity: Severity | None = None
+    ignore: bool = False
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Limits, dtype and metadata requirements, and rule settings."""
+
+    max_file_size: int | None = None
+    max_header_size: int | None = None
+    max_tensors: int | None = None
+    allowed_dtypes: frozenset[str] | None = None
+    forbidden_dtypes: frozenset[str] = frozenset()
+    required_metadata: tuple[str, ...] = ()
+    rules: Mapping[str, RuleSetting] = field(default_factory=dict)  # slug -> setting
+    source: str | None = None
+
+
+@dataclass(frozen=True)
+class ScanItem:
+    """A finding as a scan reports it: with the policy's severity applied.
+
+    ``suppressed`` is the policy's reason when the rule is ignored;
+    ``reason`` is the policy's reason when it changed the severity.
+    """
+
+    finding: Finding
+    severity: Severity
+    suppressed: str | None = None
+    reason: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        doc = self.finding.to_json()
+        doc["severity"] = self.severity.value
+        if self.reason is not None:
+            doc["policy_reason"] = self.reason
+            doc["default_severity"] = self.finding.severity.value
+        if self.suppressed is not None:
+            doc["suppression"] = {"reason": self.suppressed}
+        return doc
+
+
+_SIZE_UNITS: Final = {
+    "": 1,
+    "B": 1,
+    "KB": 10**3,
+    "MB": 10**6,
+    "GB": 10**9,
+    "TB": 10**12,
+    "KIB": 2**10,
+    "MIB": 2**20,
+    "GIB": 2**30,
+    "TIB": 2**40,
+}
+_KEYS: Final = frozenset(
+    {
+        "max_file_size",
+        "max_header_size",
+        "max_tensors",
+        "allowed_dtypes",
+        "forbidden_dtypes",
+        "required_metadata",
+        "rules",
+    },
+)
+
+
+def _size(where: str, value: object) -> int:
+    if isinstance(value, bool):
+        raise PolicyError(f"{where}: expected a size, got a boolean")
+    if isinstance(value, int):
+        if value < 0:
+            raise PolicyError(f"{where}: a size cannot be negative")
+        return value
+    if isinstance(value, str):
+        text = value.strip().upper().replace(" ", "").replace("_", "")
+        digits = text.rstrip("KMGTIB")
+        unit = text[len(digits) :]
+        if digits.isdigit() and unit in _SIZE_UNITS:
+            return int(digits) * _SIZE_UNITS[unit]
+    raise PolicyError(f"{where}: expected a byte count or a size such as '20 GB' or '512 MiB', got {value!r}")
+
+
+def _dtypes(where: str, value: object) -> frozenset[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise PolicyError(f"{where}: expected a list of dtype names")
+    unknown = [v for v in value if v not in DTYPE_BITS]
+    if unknown:
+        raise PolicyError(f"{where}: unknown dtype {unknown[0]!r}; the names are {', '.join(DTYPE_BITS)}")
+    return frozenset(value)
+
+
+def _rule_settings(where: str, value: object) -> dict[str, RuleSetting]:
+    if not isinstance(value, dict):
+        raise PolicyError(f"{where}: expected a table of rules")
+    out: dict[str, RuleSetting] = {}
+    for key, body in value.items():
+        here = f"{where}.{key}"
+        found: Rule | None = BY_SLUG.get(key) or BY_CODE.get(key)
+        if found is None:
+            raise PolicyError(f"{here}: unknown rule {key!r} (see `stcheck rules`)")
+        if not isinstance(body, dict):
+            raise PolicyError(f"{here}: expected a table with 'reason' and 'severity' or 'ignore'")
+        extra = set(body) - {"reason", "severity", "ignore"}
+        if extra:
+            raise PolicyError(f"{here}: unknown key {min(extra)!r}")
+        reason = body.get("reason")
+        if not isinstance(reason, str) or not reason.strip():
+            raise PolicyError(f"{here}: every override needs a non-empty 'reason'")
+        ignore = body.get("ignore", False)
+        if not isinstance(ignore, bool):
+            raise PolicyError(f"{here}.ignore: expected true or false")
+        severity = None
+        if "severity" in body:
+            try:
+                severity = Severity(body["severity"])
+            except ValueError:
+                raise PolicyError(f"{here}.severity: expected 'error' or 'warning'") from None
+        if severity is None and not ignore:
+            raise PolicyError(f"{here}: give 'severity' or 'ignore = true'")
+        out[found.slug] = RuleSetting(reason.strip(), severity, ignore)
+    return out
+
+
+def parse_policy(doc: Mapping[str, Any], source: str) -> Policy:
+    """Build a Policy from a parsed TOML table; raise PolicyError on mistakes."""
+    extra = set(doc) - _KEYS
+    if extra:
+        raise PolicyError(f"{source}: unknown policy key {min(extra)!r}; known keys: {', '.join(sorted(_KEYS))}")
+    required = doc.get("required_metadata", [])
+    if not isinstance(required, list) or not all(isinstance(v, str) for v in required):
+        raise PolicyError(f"{source}: required_metadata: expected a list of strings")
+    max_tensors = doc.get("max_tensors")
+    if max_tensors is not None and (
+        isinstance(max_tensors, bool) or not isinstance(max_tensors, int) or max_tensors < 0
+    ):
+        raise PolicyError(f"{source}: max_tensors: expected a non-negative integer")
+    return Policy(
+        max_file_size=None if "max_file_size" not in doc else _size(f"{source}: max_file_size", doc["max_file_size"]),
+        max_header_size=None
+        if "max_header_size" not in doc
+        else _size(f"{source}: max_header_size", doc["max_header_size"]),
+        max_tensors=max_tensors,
+        allowed_dtypes=None
+        if "allowed_dtypes" not in doc
+        else _dtypes(f"{source}: allowed_dtypes", doc["allowed_dtypes"]),
+        forbidden_dtypes=_dtypes(f"{source}: forbidden_dtypes", doc.get("forbidden_dtypes", [])),
+        required_metadata=tuple(required),
+        rules=_rule_settings(f"{source}: rules", doc.get("rules", {})),
+        source=source,
+    )
+
+
+def _load_toml(path: str) -> dict[str, Any]:
+    if sys.version_info >= (3, 11):
+        import tomllib  # noqa: PLC0415 - tomllib/tomli is chosen by Python version
+    else:  # pragma: no cover - exercised on 3.10 only
+        try:
+            import tomli as tomllib  # noqa: PLC0415 - tomllib/tomli is chosen by Python version
+        except ImportError:
+            raise PolicyError("reading a policy on Python 3.10 needs the 'tomli' package (pip install tomli)") from None
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except OSError as exc:
+        raise PolicyError(f"{path}: {exc.strerror or exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise PolicyError(f"{path}: not valid TOML: {exc}") from exc
+
+
+def load_policy(path: str) -> Policy:
+    """Read a policy file; a pyproject.toml contributes its [tool.stcheck]."""
+    doc = _load_toml(path)
+    if os.path.basename(path) == "pyproject.toml" or "tool" in doc:
+        table = doc.get("tool", {}).get("stcheck", {})
+        return parse_policy(table, f"{path} [tool.stcheck]")
+    return parse_policy(doc, path)
+
+
+def find_pyproject_policy(start: str = ".") -> Policy | None:
+    """The [tool.stcheck] policy of the nearest pyproject.toml above ``start``."""
+    here = os.path.abspath(start)
+    while True:
+        candidate = os.path.join(here, "pyproject.toml")
+        if os.path.isfile(candidate):
+            doc = _load_toml(candidate)
+            table = doc.get("tool", {}).get("stcheck")
+            return None if table is None else parse_policy(table, f"{candidate} [tool.stcheck]")
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+
+
+def check_policy(report: Report, policy: Policy, out: Checker) -> None:
+    """Limits, dtypes and required metadata of one validated file."""
+    if policy.max_file_size is not None and report.file_size > policy.max_file_size:
+        out.add(
+            "policy-file-too-large", f"file is {report.file_size} bytes; the policy allows {policy.max_file_size}", None
+        )
+    if (
+        policy.max_header_size is not None
+        and report.header_size is not None
+        and report.header_size > policy.max_header_size
+    ):
+        out.add(
+            "policy-header-too-large",
+            f"header is {report.header_size} bytes; the policy allows {policy.max_header_size}",
+            0,
+        )
+    if report.tensors is None:
+        return
+    if policy.max_tensors is not None and len(report.tensors) > policy.max_tensors:
+        out.add(
+            "policy-too-many-tensors",
+            f"file has {len(report.tensors)} tensors; the policy allows {policy.max_tensors}",
+            None,
+        )
+    for name, info in report.tensors.items():
+        forbidden = info.dtype in policy.forbidden_dtypes
+        if forbidden or (policy.allowed_dtypes is not None and info.dtype not in policy.allowed_dtypes):
+            why = "forbids" if forbidden else "does not allow"
+            out.add(
+                "policy-dtype-forbidden",
+                f"tensor {name!r} is {info.dtype}, which the policy {why}",
+                None,
+                tensor=name,
+                json_path="/" + name.replace("~", "~0").replace("/", "~1") + "/dtype",
+            )
+    metadata = report.metadata or {}
+    for key in policy.required_metadata:
+        if key not in metadata:
+            out.add("policy-metadata-missing", f"metadata key {key!r} is required by the policy but absent", None)
+
+
+def apply_policy(findings: Iterable[Finding], policy: Policy | None) -> list[ScanItem]:
+    """Attach effective severities and suppressions to findings."""
+    items = []
+    for finding in findings:
+        setting = None if policy is None else policy.rules.get(finding.slug)
+        if setting is None:
+            items.append(ScanItem(finding, finding.severity))
+        elif setting.ignore:
+            items.append(ScanItem(finding, setting.severity or finding.severity, suppressed=setting.reason))
+        else:
+            severity = setting.severity or finding.severity
+            items.append(ScanItem(finding, severity, reason=setting.reason))
+    return items
