@@ -38,6 +38,7 @@ _ARTIFACT: Final = re.compile(r"Test unit written to (\S+)")
 _PY_EXC: Final = re.compile(r"^\s*=== Uncaught Python exception: ===\s*$")
 _FRAME: Final = re.compile(r'^\s*File "([^"]+)", line (\d+), in (\S+)')
 _SIDE_FILES: Final = (".cmd", ".log", ".xfail", ".md", ".json", ".txt")
+_NOT_SEEDS: Final = (*_SIDE_FILES, ".py", ".toml", ".jsonl", ".html", ".png", ".sh")
 MAX_REPEATS: Final = 3
 
 
@@ -189,7 +190,7 @@ class _Campaign:
             os.makedirs(seeds)
             files = dict(seed_files())
             for path in replay_paths([d for d in config.seed_dirs if os.path.isdir(d)]):
-                if "regressions" not in path.split(os.sep):
+                if "regressions" not in path.split(os.sep) and not path.endswith(_NOT_SEEDS):
                     with open(path, "rb") as f:
                         data = f.read()
                     files[hashlib.sha1(data, usedforsecurity=False).hexdigest()] = data
