@@ -449,6 +449,8 @@ def test_build_sh_lays_out_harnesses_dicts_and_seed_zips(tmp_path):
         with zipfile.ZipFile(out / f"{name}_seed_corpus.zip") as zf:
             contents = {zf.read(n) for n in zf.namelist()}
         assert set(seed_files().values()) <= contents
+        assert {p.read_bytes() for p in CORPUS.glob("*.safetensors")} <= contents
+        assert (REGRESSIONS / "validate" / "timeout-json-string-backtracking.bin").read_bytes() not in contents
 
 
 def test_clusterfuzzlite_project_files():
