@@ -18,7 +18,7 @@ NOT_INSTRUMENTED = [
 
 
 def main() -> None:
-    import atheris
+    import atheris  # type: ignore[import-untyped]  # no stubs published
 
     with atheris.instrument_imports(include=["validator"], exclude=NOT_INSTRUMENTED):
         import validator._fuzz_targets  # noqa: F401
