@@ -276,6 +276,13 @@ def test_loader_command_template(tmp_path):
     assert _categories(loader, seed_files()["y_one_f32.safetensors"]) == ["crash:exit-3"]
 
 
+def test_loader_command_that_hangs(tmp_path):
+    script = tmp_path / "sleep.py"
+    script.write_text("import time\ntime.sleep(30)\n", encoding="utf-8")
+    loader = _fuzz_yours.LoaderUnderTest(command=f"{sys.executable} {script} {{path}}", timeout_s=0.5)
+    assert _categories(loader, seed_files()["y_one_f32.safetensors"]) == ["hang"]
+
+
 def test_fuzz_your_loader_replay_through_the_cli(capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
     code = _cli.main(["fuzz", "loader-under-test", "--loader", NAIVE, "--replay", str(SEEDS)])
