@@ -8,10 +8,18 @@
 
 from __future__ import annotations
 
-from validator._errors import InvalidFileError, SourceError, StcheckError
+from validator._dtypes import DTYPE_BITS, DTYPES
+from validator._errors import (
+    DeviceError,
+    InvalidFileError,
+    InvalidIndexError,
+    LoadError,
+    SourceError,
+    StcheckError,
+    WriteError,
+)
 from validator._findings import Finding, Report, TensorInfo
 from validator._rules import REFERENCE_ERRORS, RULES, Profile, Rule, Severity, rule
-from validator._dtypes import DTYPES, DTYPE_BITS
 from validator._validate import ensure_valid, is_valid, validate
 
 __version__ = "0.1.0"
@@ -21,8 +29,11 @@ __all__ = [
     "DTYPE_BITS",
     "REFERENCE_ERRORS",
     "RULES",
+    "DeviceError",
     "Finding",
     "InvalidFileError",
+    "InvalidIndexError",
+    "LoadError",
     "Profile",
     "Report",
     "Rule",
@@ -30,9 +41,35 @@ __all__ = [
     "SourceError",
     "StcheckError",
     "TensorInfo",
+    "WriteError",
     "__version__",
     "ensure_valid",
     "is_valid",
+    "open",
+    "open_index",
     "rule",
+    "save",
     "validate",
+    "validate_index",
 ]
+
+# The loader, writer and index checker import numpy/torch when used; they are
+# imported on first attribute access so that `import validator` stays light.
+_LAZY = {
+    "open": ("validator._loader", "open_file"),
+    "save": ("validator._writer", "save"),
+    "open_index": ("validator._index", "open_index"),
+    "validate_index": ("validator._index", "validate_index"),
+}
+
+
+def __getattr__(name: str) -> object:
+    target = _LAZY.get(name)
+    if target is None:
+        msg = f"module 'validator' has no attribute {name!r}"
+        raise AttributeError(msg)
+    from importlib import import_module  # noqa: PLC0415 - only when a lazy name is used
+
+    value = getattr(import_module(target[0]), target[1])
+    globals()[name] = value
+    return value

@@ -3,10 +3,20 @@
 # the catalogue, so no check repeats a code or a severity.  In "fast" mode
 # (used while trying the C json fast path) any finding aborts the attempt, so
 # that positions are computed only by the exact parser.
+#
+# A hostile header can repeat one defect millions of times (16 million
+# duplicate keys fit in 100 MB).  Given a limit (validate() passes
+# MAX_PER_RULE), the checker keeps the first findings of each rule up to it
+# and only counts the rest, so memory stays proportional to the header with
+# a small constant.  Without one (the scanner's default) it keeps them all.
 from __future__ import annotations
+
+from typing import Final
 
 from validator._findings import Finding
 from validator._rules import BY_SLUG
+
+MAX_PER_RULE: Final = 1000
 
 
 class Retry(Exception):  # noqa: N818 - a control-flow signal, not an error
@@ -16,11 +26,14 @@ class Retry(Exception):  # noqa: N818 - a control-flow signal, not an error
 class Checker:
     """Collects findings in check order."""
 
-    __slots__ = ("fast", "findings")
+    __slots__ = ("counts", "dropped", "fast", "findings", "limit")
 
-    def __init__(self, *, fast: bool = False) -> None:
+    def __init__(self, *, fast: bool = False, limit: int | None = None) -> None:
         self.findings: list[Finding] = []
         self.fast = fast
+        self.limit = limit
+        self.counts: dict[str, int] = {}
+        self.dropped: dict[str, int] = {}
 
     def add(
         self,
@@ -33,4 +46,10 @@ class Checker:
     ) -> None:
         if self.fast:
             raise Retry
+        if self.limit is not None:
+            seen = self.counts.get(slug, 0)
+            self.counts[slug] = seen + 1
+            if seen >= self.limit:
+                self.dropped[slug] = self.dropped.get(slug, 0) + 1
+                return
         self.findings.append(Finding(BY_SLUG[slug], message, offset, tensor, json_path))

@@ -31,7 +31,7 @@ _COMMANDS: Final = (
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every sub-command registered."""
-    from validator import __version__
+    from validator import __version__  # noqa: PLC0415 - avoids an import cycle with validator/__init__
 
     parser = argparse.ArgumentParser(
         prog="stcheck",
@@ -41,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"stcheck {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     seen: set[str] = set()
-    for name, module_name in _COMMANDS:
+    for _name, module_name in _COMMANDS:
         if module_name in seen:
             continue
         seen.add(module_name)
@@ -67,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.run(args))
     except KeyboardInterrupt:
-        print("stcheck: interrupted", file=sys.stderr)
+        print("stcheck: interrupted", file=sys.stderr)  # noqa: T201 - the CLI talks to its terminal
         return 130
     except BrokenPipeError:
         return EXIT_OK

@@ -3,11 +3,14 @@
 # unreadable paths go to stderr, and nothing here imports numpy.
 from __future__ import annotations
 
+# ruff: noqa: T201 - a command's job is to print
 import json
 import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from validator import __version__
 from validator._cli import EXIT_ERROR, EXIT_INVALID, EXIT_OK
 from validator._errors import SourceError
 from validator._rules import RULES, Profile
@@ -44,13 +47,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def iter_files(paths: list[str], errors: list[str]) -> Iterator[str]:
     """Expand directories to the *.safetensors files below them, sorted."""
     for path in paths:
-        if os.path.isdir(path):
-            found = []
+        if Path(path).is_dir():
+            found: list[str] = []
             for root, dirs, files in os.walk(path, onerror=lambda e: errors.append(f"{e.filename}: {e.strerror}")):
                 dirs.sort()
-                found.extend(os.path.join(root, f) for f in files if f.endswith(SUFFIX))
+                found.extend(str(Path(root) / f) for f in files if f.endswith(SUFFIX))
             yield from sorted(found)
-        elif os.path.exists(path):
+        elif Path(path).exists():
             yield path
         else:
             errors.append(f"{path}: no such file or directory")
@@ -82,15 +85,15 @@ def run_check(args: argparse.Namespace) -> int:
     invalid = sum(not r.valid for r in reports)
     n_err = sum(len(r.errors) for r in reports)
     n_warn = sum(len(r.warnings) for r in reports)
+    n_sup = sum(r.suppressed for r in reports)
     if text:
         print(
             f"{len(reports)} file{'s' if len(reports) != 1 else ''} checked ({args.profile}): "
             f"{len(reports) - invalid} valid, {invalid} invalid; {n_err} errors, {n_warn} warnings"
+            + (f"; {n_sup} more findings not listed (1000 per rule kept)" if n_sup else "")
             + (f"; {len(errors)} unreadable" if errors else "")
         )
     else:
-        from validator import __version__
-
         doc = {
             "tool": "stcheck",
             "version": __version__,
@@ -102,6 +105,7 @@ def run_check(args: argparse.Namespace) -> int:
                 "invalid": invalid,
                 "errors": n_err,
                 "warnings": n_warn,
+                "suppressed": n_sup,
                 "unreadable": errors,
             },
         }
@@ -117,7 +121,10 @@ def _fmt_table(rows: list[list[str]], headers: list[str]) -> str:
     numeric = {3, 4, 5}
     lines = []
     for row in [headers, *rows]:
-        cells = [c.rjust(w) if i in numeric and row is not headers else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))]
+        cells = [
+            c.rjust(w) if i in numeric and row is not headers else c.ljust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        ]
         lines.append("  ".join(cells).rstrip())
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)

@@ -120,7 +120,9 @@ def read_table(root: Json, root_offset: int | None, loc: Locator, out: Checker) 
         if name == _METADATA:
             if seen_metadata:
                 # serde: "duplicate field `__metadata__`".
-                out.add("duplicate-field", "__metadata__ appears more than once", loc.key(root, i), json_path=pointer(name))
+                out.add(
+                    "duplicate-field", "__metadata__ appears more than once", loc.key(root, i), json_path=pointer(name)
+                )
             seen_metadata = True
             metadata = _read_metadata(value, loc.value(root, i), loc, out)
             continue
@@ -135,7 +137,13 @@ def read_table(root: Json, root_offset: int | None, loc: Locator, out: Checker) 
             )
         if not name or _SUSPICIOUS.search(name) is not None:
             what = "is empty" if not name else "holds control or bidirectional-override characters"
-            out.add("tensor-name-suspicious", f"tensor name {name!r} {what}", loc.key(root, i), tensor=name, json_path=pointer(name))
+            out.add(
+                "tensor-name-suspicious",
+                f"tensor name {name!r} {what}",
+                loc.key(root, i),
+                tensor=name,
+                json_path=pointer(name),
+            )
         entries[name] = _read_entry(name, value, loc.value(root, i), loc, out)
     return Table(entries, metadata)
 
@@ -147,7 +155,12 @@ def _read_metadata(value: Json, at: int | None, loc: Locator, out: Checker) -> d
         out.add("metadata-null", "__metadata__ is null; omit it or give an object of strings", at, json_path=path)
         return None
     if type(value) is not tuple:
-        out.add("metadata-invalid", f"__metadata__ is a JSON {kind(value)}; it must be an object of strings", at, json_path=path)
+        out.add(
+            "metadata-invalid",
+            f"__metadata__ is a JSON {kind(value)}; it must be an object of strings",
+            at,
+            json_path=path,
+        )
         return None
     result: dict[str, str] = {}
     for i, (key, item) in enumerate(value):
@@ -208,7 +221,9 @@ def _read_entry(name: str, value: Json, at: int | None, loc: Locator, out: Check
             )
             entry.ok = False
     elif type(value) is list:
-        # Reference: serde reads a struct from a sequence of its fields in order.
+        # Reference: serde reads a struct from a sequence of its fields in
+        # order, and refuses a sequence of any other length.  The strict
+        # finding comes first for any array; the corpus manifest lists both.
         out.add(
             "tensor-entry-array",
             f"tensor {name!r} is written as an array; write an object with dtype, shape and data_offsets",
@@ -250,13 +265,18 @@ def _read_entry(name: str, value: Json, at: int | None, loc: Locator, out: Check
 
 
 def _read_dtype(name: str, value: Json, at: int | None, out: Checker) -> str | None:
-    path = pointer(name, "dtype")
     if type(value) is str:
         if value in DTYPE_BITS:
             return value
         hint = next((d for d in DTYPE_BITS if d.lower() == value.lower()), None)
         extra = f"; dtype names are case-sensitive, did you mean {hint!r}?" if hint else ""
-        out.add("dtype-unknown", f"tensor {name!r} has unknown dtype {value!r}{extra}", at, tensor=name, json_path=path)
+        out.add(
+            "dtype-unknown",
+            f"tensor {name!r} has unknown dtype {value!r}{extra}",
+            at,
+            tensor=name,
+            json_path=pointer(name, "dtype"),
+        )
         return None
     if type(value) is tuple and len(value) == 1:
         variant, unit = value[0]
@@ -267,16 +287,28 @@ def _read_dtype(name: str, value: Json, at: int | None, out: Checker) -> str | N
                 f"tensor {name!r} writes its dtype as {{{variant!r}: null}}; write the string {variant!r}",
                 at,
                 tensor=name,
-                json_path=path,
+                json_path=pointer(name, "dtype"),
             )
             return variant
-    out.add("dtype-unknown", f"tensor {name!r} has a dtype that is a JSON {kind(value)}; it must be a dtype name", at, tensor=name, json_path=path)
+    out.add(
+        "dtype-unknown",
+        f"tensor {name!r} has a dtype that is a JSON {kind(value)}; it must be a dtype name",
+        at,
+        tensor=name,
+        json_path=pointer(name, "dtype"),
+    )
     return None
 
 
 def _read_shape(name: str, value: Json, at: int | None, loc: Locator, out: Checker) -> tuple[int, ...] | None:
     if type(value) is not list:
-        out.add("shape-invalid", f"tensor {name!r} has a shape that is a JSON {kind(value)}; it must be an array", at, tensor=name, json_path=pointer(name, "shape"))
+        out.add(
+            "shape-invalid",
+            f"tensor {name!r} has a shape that is a JSON {kind(value)}; it must be an array",
+            at,
+            tensor=name,
+            json_path=pointer(name, "shape"),
+        )
         return None
     for i, dim in enumerate(value):
         problem = _u64_problem(dim)
@@ -293,16 +325,33 @@ def _read_shape(name: str, value: Json, at: int | None, loc: Locator, out: Check
 
 
 def _read_offsets(name: str, value: Json, at: int | None, loc: Locator, out: Checker) -> tuple[int, int] | None:
-    path = pointer(name, "data_offsets")
     if type(value) is not list:
-        out.add("offsets-invalid", f"tensor {name!r} has data_offsets that is a JSON {kind(value)}; it must be [begin, end]", at, tensor=name, json_path=path)
+        out.add(
+            "offsets-invalid",
+            f"tensor {name!r} has data_offsets that is a JSON {kind(value)}; it must be [begin, end]",
+            at,
+            tensor=name,
+            json_path=pointer(name, "data_offsets"),
+        )
         return None
     if len(value) != 2:
-        out.add("offsets-invalid", f"tensor {name!r} has {len(value)} data_offsets; it needs exactly 2, [begin, end]", at, tensor=name, json_path=path)
+        out.add(
+            "offsets-invalid",
+            f"tensor {name!r} has {len(value)} data_offsets; it needs exactly 2, [begin, end]",
+            at,
+            tensor=name,
+            json_path=pointer(name, "data_offsets"),
+        )
         return None
     for i, item in enumerate(value):
         problem = _u64_problem(item)
         if problem is not None:
-            out.add("offsets-invalid", f"tensor {name!r} data_offsets[{i}]: {problem}", loc.item(value, i), tensor=name, json_path=pointer(name, "data_offsets", i))
+            out.add(
+                "offsets-invalid",
+                f"tensor {name!r} data_offsets[{i}]: {problem}",
+                loc.item(value, i),
+                tensor=name,
+                json_path=pointer(name, "data_offsets", i),
+            )
             return None
     return (value[0], value[1])  # type: ignore[return-value]

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from validator._findings import Report
+    from validator._index import IndexReport
 
 
 class StcheckError(Exception):
@@ -30,3 +31,29 @@ class InvalidFileError(StcheckError):
         count = len(report.errors)
         more = f" (and {count - 1} more)" if count > 1 else ""
         super().__init__(f"invalid safetensors file: {detail}{more}")
+
+
+class LoadError(StcheckError):
+    """A valid file could not be loaded as asked: an unknown tensor name, a
+    dtype the chosen framework lacks, or a slice of a packed sub-byte tensor."""
+
+
+class DeviceError(LoadError):
+    """A device is unknown or unavailable, or cannot hold a tensor's dtype."""
+
+
+class WriteError(StcheckError):
+    """Tensors could not be saved: an unsupported dtype, a bad name, tensors
+    that share storage, or an I/O failure."""
+
+
+class InvalidIndexError(StcheckError):
+    """A sharded checkpoint's index failed validation; ``report`` holds the findings."""
+
+    def __init__(self, report: IndexReport) -> None:
+        self.report = report
+        first = report.first_error
+        detail = first.format(report.path) if first is not None else report.path
+        count = len(report.errors)
+        more = f" (and {count - 1} more)" if count > 1 else ""
+        super().__init__(f"invalid sharded checkpoint: {detail}{more}")

@@ -3,6 +3,7 @@
 # are frozen so they can be shared, hashed and compared in tests.
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -10,7 +11,7 @@ from validator._dtypes import DTYPE_BITS
 from validator._rules import Profile, Rule, Severity
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Iterator
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,49 @@ class TensorInfo:
         return {"dtype": self.dtype, "shape": list(self.shape), "data_offsets": list(self.data_offsets)}
 
 
+class TensorTable(Mapping[str, TensorInfo]):
+    """A read-only name -> TensorInfo mapping over column lists.
+
+    The canonical fast path leaves a header as columns; a TensorInfo is made
+    only when asked for, so a 100,000-tensor report costs no per-tensor
+    objects until it is read.  ``parse`` turns a kind column value into
+    dtype and shape.
+    """
+
+    __slots__ = ("_begins", "_ends", "_index", "_kinds", "_parse")
+
+    def __init__(
+        self,
+        index: dict[str, int],
+        kinds: list[Any],
+        begins: list[int],
+        ends: list[int],
+        parse: Callable[[Any], tuple[str, tuple[int, ...]]],
+    ) -> None:
+        self._index = index
+        self._kinds = kinds
+        self._begins = begins
+        self._ends = ends
+        self._parse = parse
+
+    def __getitem__(self, name: str) -> TensorInfo:
+        i = self._index[name]
+        dtype, shape = self._parse(self._kinds[i])
+        return TensorInfo(dtype, shape, (self._begins[i], self._ends[i]))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._index
+
+    def __repr__(self) -> str:
+        return repr(dict(self.items()))
+
+
 @dataclass(frozen=True)
 class Report:
     """The result of validating one file.
@@ -120,6 +164,8 @@ class Report:
     tensors: Mapping[str, TensorInfo] | None = None
     metadata: Mapping[str, str] | None = None
     path: str | None = None
+    suppressed: int = 0
+    """Findings not kept because a rule fired more than 1000 times."""
 
     @property
     def valid(self) -> bool:
@@ -165,8 +211,7 @@ class Report:
             "file_size": self.file_size,
             "header_size": self.header_size,
             "findings": [f.to_json() for f in self.findings],
-            "tensors": None
-            if self.tensors is None
-            else {name: info.to_json() for name, info in self.tensors.items()},
+            "tensors": None if self.tensors is None else {name: info.to_json() for name, info in self.tensors.items()},
             "metadata": None if self.metadata is None else dict(self.metadata),
+            "suppressed": self.suppressed,
         }

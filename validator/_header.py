@@ -22,23 +22,51 @@ if TYPE_CHECKING:
 
 PREFIX_LEN: Final = 8
 _NEEDS_EXACT: Final = re.compile(rb"-0|\\u[dD][89a-fA-F]")
+_NOT_SPACE: Final = re.compile(rb"[^ ]")
+# The C json fast path (_fast); tests switch it off to compare with the exact parser.
+USE_FAST = True
 
 
 def _refuse_constant(_: str) -> NoReturn:
     raise Retry
 
 
-def _fast(header: bytes, text: str) -> Table | None:
-    """The C json fast path; None when it cannot vouch for the header."""
-    if not header.startswith(b"{") or not header.rstrip(b" ").endswith(b"}"):
+def _fast(header: bytes, text: str, out: Checker) -> Table | None:
+    """The C json fast path; None when it cannot vouch for the header.
+
+    Leading whitespace and non-space padding are located here directly
+    (their offsets need no parser), so such headers stay on the fast path.
+    """
+    end = len(header.rstrip(b" \t\n\r"))
+    lead = _WS.match(header).end()  # type: ignore[union-attr]
+    if lead >= end or header[lead] != 0x7B or header[end - 1] != 0x7D:  # { ... }
         return None
     if _NEEDS_EXACT.search(header) is not None:
         return None
     try:
         root: Json = json.loads(text, object_pairs_hook=tuple, parse_constant=_refuse_constant)
-        return read_table(root, None, Locator(None), Checker(fast=True))
+        table = read_table(root, None, Locator(None), Checker(fast=True))
     except (Retry, ValueError, RecursionError, MemoryError):
         return None
+    if lead:
+        _leading(lead, out)
+    _padding(header, end, len(header), out)
+    return table
+
+
+def _leading(count: int, out: Checker) -> None:
+    # Spec: "The header data MUST begin with a `{` character".
+    # Reference: serde_json skips leading whitespace.
+    out.add("header-leading-bytes", f"{count} whitespace bytes precede the opening '{{'", PREFIX_LEN)
+
+
+def _padding(header: bytes, start: int, end: int, out: Checker) -> None:
+    other = _NOT_SPACE.search(header, start, end)
+    if other is not None:
+        # Spec: "The header data MAY be trailing padded with whitespace
+        # (0x20)".  Reference: any JSON whitespace is accepted.
+        i = other.start()
+        out.add("header-padding", f"padding byte {header[i : i + 1]!r} is not a space (0x20)", PREFIX_LEN + i)
 
 
 def check_header(header: bytes, out: Checker) -> Table | None:
@@ -46,9 +74,13 @@ def check_header(header: bytes, out: Checker) -> Table | None:
     try:
         text = header.decode("utf-8")
     except UnicodeDecodeError as exc:
-        out.add("header-not-utf8", f"header byte {header[exc.start : exc.start + 1]!r} is not valid UTF-8 ({exc.reason})", PREFIX_LEN + exc.start)
+        out.add(
+            "header-not-utf8",
+            f"header byte {header[exc.start : exc.start + 1]!r} is not valid UTF-8 ({exc.reason})",
+            PREFIX_LEN + exc.start,
+        )
         return None
-    table = _fast(header, text)
+    table = _fast(header, text, out) if USE_FAST else None
     if table is not None:
         return table
     try:
@@ -57,9 +89,7 @@ def check_header(header: bytes, out: Checker) -> Table | None:
         out.add(exc.slug, exc.message, exc.offset)
         return None
     if parsed.start:
-        # Spec: "The header data MUST begin with a `{` character".
-        # Reference: serde_json skips leading whitespace.
-        out.add("header-leading-bytes", f"{parsed.start} whitespace bytes precede the opening '{{'", PREFIX_LEN)
+        _leading(parsed.start, out)
     table = read_table(parsed.root, parsed.root_offset, Locator(parsed.positions), out)
     ws_end = _WS.match(header, parsed.end).end()  # type: ignore[union-attr]
     if ws_end < len(header):
@@ -70,10 +100,5 @@ def check_header(header: bytes, out: Checker) -> Table | None:
             "pad the header with spaces (0x20) only",
             PREFIX_LEN + ws_end,
         )
-    for i in range(parsed.end, ws_end):
-        if header[i] != 0x20:
-            # Spec: "The header data MAY be trailing padded with whitespace
-            # (0x20)".  Reference: any JSON whitespace is accepted.
-            out.add("header-padding", f"padding byte {header[i : i + 1]!r} is not a space (0x20)", PREFIX_LEN + i)
-            break
+    _padding(header, parsed.end, ws_end, out)
     return table

@@ -6,9 +6,9 @@
 # - a nesting limit: the 128th nested array or object is refused, so 127
 #   levels are the most a header may use ("recursion limit exceeded");
 # - numbers: an integer with no fraction or exponent is a u64 when positive
-#   and an i64 when negative; `-0`, integers below -2^63 and integers above
-#   2^64-1 become floats; a float whose magnitude overflows f64 is an error
-#   ("number out of range");
+#   and an i64 when negative; minus zero, integers below -2^63 and integers
+#   above 2^64-1 become floats; a float whose magnitude overflows f64 is an
+#   error, which serde_json calls number out of range;
 # - strings: control characters U+0000..U+001F must be escaped, only the
 #   eight short escapes and \uXXXX exist, and a \u escape of a surrogate must
 #   form a pair;
@@ -25,7 +25,7 @@
 from __future__ import annotations
 
 import re
-from json.decoder import scanstring
+from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Final, TypeAlias
 
 U64_MAX: Final = (1 << 64) - 1
@@ -36,7 +36,11 @@ Json: TypeAlias = "tuple[tuple[str, Json], ...] | list[Json] | str | int | float
 
 _WS: Final = re.compile(rb"[ \t\n\r]*")
 _PLAIN_STRING: Final = re.compile(rb'"([^"\\\x00-\x1f]*)"')
-_STRING: Final = re.compile(rb'"(?:[^"\\\x00-\x1f]+|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"')
+# "Unrolled loop" form, normal* (escape normal*)*: every way to split a
+# string is unique, so a failed match backtracks in linear time.  (The
+# obvious (run+|escape)* form is exponential on an unterminated string.)
+_STRING: Final = re.compile(rb'"[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*"')
+_STRING_PREFIX: Final = re.compile(rb'"[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*')
 _STRING_PIECE: Final = re.compile(rb'[^"\\\x00-\x1f]+|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4}')
 _NUMBER: Final = re.compile(rb"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
@@ -85,36 +89,57 @@ def _describe(buf: bytes, pos: int) -> str:
 
 def _string_error(buf: bytes, pos: int, base: int) -> JsonError:
     """Explain why the string starting at ``pos`` did not match."""
-    i = pos + 1
-    n = len(buf)
-    while i < n:
-        m = _STRING_PIECE.match(buf, i)
-        if m is not None:
-            i = m.end()
-            continue
-        c = buf[i]
-        if c == 0x22:  # the closing quote, after a match failure: cannot happen
-            break
-        if c < 0x20:
-            return JsonError("json-string", base + i, f"control character 0x{c:02x} inside a string must be escaped")
-        # a backslash that does not start a valid escape
-        return JsonError("json-string", base + i, f"invalid escape {buf[i : i + 6]!r} in a string")
-    return JsonError("json-syntax", base + n, "unterminated string")
+    m = _STRING_PREFIX.match(buf, pos)
+    i = m.end() if m is not None else pos + 1
+    if i >= len(buf):
+        return JsonError("json-syntax", base + i, "unterminated string")
+    c = buf[i]
+    if c < 0x20:
+        return JsonError("json-string", base + i, f"control character 0x{c:02x} inside a string must be escaped")
+    # a backslash that does not start a valid escape
+    return JsonError("json-string", base + i, f"invalid escape {buf[i : i + 6]!r} in a string")
 
 
 def _decode_string(buf: bytes, pos: int, base: int) -> tuple[str, int]:
     m = _PLAIN_STRING.match(buf, pos)
     if m is not None:
         return m.group(1).decode("utf-8"), m.end()
-    m = _STRING.match(buf, pos)
+    # Without a closing quote the regexes below would fail only after
+    # scanning (and backtracking over) the rest of the header.
+    m = _STRING.match(buf, pos) if buf.find(b'"', pos + 1) >= 0 else None
     if m is None:
         raise _string_error(buf, pos, base)
     text = m.group().decode("utf-8")
-    value, _ = scanstring(text, 1, True)
+    value, _ = scanstring(text, 1, True)  # noqa: FBT003 - a C function, positional only
     if _SURROGATE.search(value) is not None:
         # serde_json: "lone leading surrogate in hex escape" and friends.
-        raise JsonError("json-string", base + pos, "string holds an unpaired surrogate escape")
+        at = _lone_surrogate(buf, pos, m.end())
+        raise JsonError("json-string", base + at, f"unpaired surrogate escape {buf[at : at + 6].decode()} in a string")
     return value, m.end()
+
+
+def _lone_surrogate(buf: bytes, pos: int, end: int) -> int:
+    """Offset of the first \\u escape in buf[pos:end] that is not half of a pair."""
+    i = pos + 1
+    pending = -1  # offset of a high surrogate escape waiting for its low half
+    while i < end - 1:
+        m = _STRING_PIECE.match(buf, i)
+        if m is None:  # cannot happen: the whole string matched _STRING
+            break
+        piece = m.group()
+        unit = int(piece[2:], 16) if piece.startswith(b"\\u") else -1  # noqa: FURB166 - the prefix is \\u, not 0x
+        if pending >= 0:
+            if 0xDC00 <= unit <= 0xDFFF:
+                pending = -1
+                i = m.end()
+                continue
+            return pending
+        if 0xD800 <= unit <= 0xDBFF:
+            pending = i
+        elif 0xDC00 <= unit <= 0xDFFF:
+            return i
+        i = m.end()
+    return pending if pending >= 0 else pos
 
 
 def _number(buf: bytes, pos: int, base: int) -> tuple[int | float, int]:
@@ -163,7 +188,7 @@ def parse(buf: bytes, base: int) -> Parsed:
             raise JsonError("json-syntax", base + pos, "unexpected end of header where a value was expected")
         value_pos = pos
         c = buf[pos]
-        if c == 0x7B or c == 0x5B:  # { or [
+        if c in {0x7B, 0x5B}:  # { or [
             if len(stack) >= MAX_DEPTH:
                 raise JsonError("json-depth", base + pos, f"nesting deeper than {MAX_DEPTH} levels")
             frame = _Frame(c == 0x7B, pos)

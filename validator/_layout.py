@@ -48,20 +48,26 @@ def check_layout(entries: dict[str, Entry], header_size: int, file_size: int, ou
     for entry in placed:
         name = entry.name
         begin, end = entry.offsets  # type: ignore[misc]
-        path = pointer(name, "data_offsets")
         where = data_start + begin
         reversed_ = end < begin
         if reversed_:
-            out.add("offsets-reversed", f"tensor {name!r} ends at {end} before it begins at {begin}", where, tensor=name, json_path=path)
+            out.add(
+                "offsets-reversed",
+                f"tensor {name!r} ends at {end} before it begins at {begin}",
+                where,
+                tensor=name,
+                json_path=pointer(name, "data_offsets"),
+            )
         elif complete and begin != cursor:
             if begin > cursor:
                 after = f"tensor {previous!r}" if previous is not None else "the start of the data region"
                 out.add(
                     "offsets-not-contiguous",
-                    f"{begin - cursor} unindexed bytes between {after} (ends at {cursor}) and tensor {name!r} (begins at {begin})",
+                    f"{begin - cursor} unindexed bytes between {after} (ends at {cursor}) "
+                    f"and tensor {name!r} (begins at {begin})",
                     data_start + cursor,
                     tensor=name,
-                    json_path=path,
+                    json_path=pointer(name, "data_offsets"),
                 )
             else:
                 out.add(
@@ -69,7 +75,7 @@ def check_layout(entries: dict[str, Entry], header_size: int, file_size: int, ou
                     f"tensor {name!r} [{begin}, {end}) overlaps tensor {previous!r}, which ends at {cursor}",
                     where,
                     tensor=name,
-                    json_path=path,
+                    json_path=pointer(name, "data_offsets"),
                 )
         if entry.dtype is not None and entry.shape is not None:
             bits = DTYPE_BITS[entry.dtype]
@@ -97,7 +103,7 @@ def check_layout(entries: dict[str, Entry], header_size: int, file_size: int, ou
                     f"but data_offsets [{begin}, {end}) span {end - begin}",
                     where,
                     tensor=name,
-                    json_path=path,
+                    json_path=pointer(name, "data_offsets"),
                 )
             elif not reversed_ and end > begin and bits % 8 == 0 and bits > 8 and where % (bits // 8):
                 out.add(
@@ -106,7 +112,7 @@ def check_layout(entries: dict[str, Entry], header_size: int, file_size: int, ou
                     f"not a multiple of {bits // 8}; loading it needs a copy",
                     where,
                     tensor=name,
-                    json_path=path,
+                    json_path=pointer(name, "data_offsets"),
                 )
         if reversed_:
             cursor = max(cursor, begin)
@@ -120,7 +126,8 @@ def check_layout(entries: dict[str, Entry], header_size: int, file_size: int, ou
     if expected > file_size:
         out.add(
             "buffer-truncated",
-            f"file ends at {file_size} but tensor {last_name!r} ends at {expected}: {expected - file_size} bytes missing",
+            f"file ends at {file_size} but tensor {last_name!r} ends at {expected}: "
+            f"{expected - file_size} bytes missing",
             file_size,
             tensor=last_name,
         )

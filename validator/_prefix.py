@@ -6,9 +6,10 @@
 # so a huge N on a short file is HeaderTooLarge, not InvalidHeaderLength.
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from validator._check import Checker
+if TYPE_CHECKING:
+    from validator._check import Checker
 
 PREFIX_LEN: Final = 8
 MAX_HEADER_SIZE: Final = 100_000_000
@@ -31,7 +32,7 @@ def check_prefix(prefix: bytes, file_size: int, out: Checker) -> int | None:
         )
         return None
     if n % 8:
-        # Spec: "the header ... padding ... to align the data region to 8 bytes"
+        # Spec: padding the header so that the data region is 8-byte aligned
         # is advisory; an unaligned data region forces copies on load.
         out.add("header-unaligned", f"header length {n} is not a multiple of 8; the data region starts unaligned", 0)
     return n

@@ -10,16 +10,20 @@ import os
 import stat
 from typing import IO, TYPE_CHECKING, Union
 
-from validator._check import Checker
+from validator._canonical import UNCLEAN, Clean, clean_json_table, clean_table
+from validator._check import MAX_PER_RULE, Checker
 from validator._errors import InvalidFileError, SourceError
-from validator._findings import Report, TensorInfo
+from validator._findings import Report, TensorInfo, TensorTable
 from validator._header import check_header
 from validator._layout import check_layout
 from validator._prefix import PREFIX_LEN, check_prefix
-from validator._rules import Profile
+from validator._rules import BY_SLUG, Profile
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+# The canonical fast path (_canonical.py); tests switch it off to compare.
+USE_CANONICAL = True
 
 Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, IO[bytes]]
 
@@ -42,11 +46,29 @@ def check_buffer(
     path: str | None = None,
 ) -> Report:
     """Validate from the first 8 bytes, a header reader and the file size."""
-    out = Checker()
+    out = Checker(limit=MAX_PER_RULE)
     n = check_prefix(prefix, file_size, out)
     table = None
     if n is not None:
         header = read_header(n)
+        text = _text(header) if USE_CANONICAL else None
+        if text is not None:
+            # Hold the header once, as text, while the clean paths run: a
+            # 100 MB header then costs two copies at most, not three.
+            del header
+            clean = _clean(text, n, file_size)
+            if clean is not None:
+                return Report(
+                    profile=profile,
+                    findings=(),
+                    file_size=file_size,
+                    header_size=n,
+                    tensors=TensorTable(clean.index, clean.kinds, clean.begins, clean.ends, clean.parse),
+                    metadata=clean.metadata,
+                    path=path,
+                )
+            header = text.encode("utf-8")  # exact: the text came from valid UTF-8
+            del text
         table = check_header(header, out)
         if table is not None:
             check_layout(table.entries, n, file_size, out)
@@ -66,11 +88,30 @@ def check_buffer(
         tensors=tensors,
         metadata=None if table is None else table.metadata,
         path=path,
+        suppressed=sum(n for slug, n in out.dropped.items() if BY_SLUG[slug].applies_to(profile)),
     )
 
 
+def _text(header: bytes) -> str | None:
+    try:
+        return header.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _clean(text: str, n: int, file_size: int) -> Clean | None:
+    clean = clean_table(text, n, file_size)
+    if clean is UNCLEAN:
+        return None
+    return clean or clean_json_table(text, n, file_size)
+
+
 def _from_buffer(buf: bytes | bytearray | memoryview, profile: Profile, path: str | None) -> Report:
-    view = memoryview(buf).cast("B") if isinstance(buf, memoryview) else memoryview(buf)
+    view = memoryview(buf)
+    if not view.c_contiguous:  # a strided view: only a copy can be cast to bytes
+        view = memoryview(view.tobytes())
+    elif view.format != "B" or view.ndim != 1:
+        view = view.cast("B")
     return check_buffer(
         bytes(view[:PREFIX_LEN]),
         lambda n: bytes(view[PREFIX_LEN : PREFIX_LEN + n]),
@@ -83,13 +124,14 @@ def _from_buffer(buf: bytes | bytearray | memoryview, profile: Profile, path: st
 def _read_exact_fd(fd: int, offset: int, n: int) -> bytes:
     chunks = []
     while n > 0:
-        chunk = os.pread(fd, min(n, 1 << 24), offset)
+        chunk = os.pread(fd, min(n, 1 << 30), offset)
         if not chunk:
             break
         chunks.append(chunk)
         offset += len(chunk)
         n -= len(chunk)
-    return b"".join(chunks)
+    # One read is the rule for a regular file; joining would copy the header.
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def _from_fd(fd: int, profile: Profile, path: str | None) -> Report:
@@ -160,17 +202,17 @@ def validate(source: Source, *, profile: Profile | str = Profile.STRICT) -> Repo
             os.close(fd)
     if hasattr(source, "read"):
         name = getattr(source, "name", None)
-        path = name if isinstance(name, str) else None
+        where = name if isinstance(name, str) else None
         try:
             fileno = source.fileno()
         except (OSError, AttributeError, io.UnsupportedOperation):
             fileno = None
         try:
             if fileno is not None:
-                return _from_fd(fileno, prof, path)
-            return _from_stream(source, prof, path)
+                return _from_fd(fileno, prof, where)
+            return _from_stream(source, prof, where)
         except OSError as exc:
-            msg = f"{path or 'stream'}: {exc}"
+            msg = f"{where or 'stream'}: {exc}"
             raise SourceError(msg) from exc
     msg = f"cannot validate a {type(source).__name__}; pass a path, bytes, memoryview or binary file"
     raise SourceError(msg)

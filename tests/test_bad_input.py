@@ -1,0 +1,310 @@
+# Strategy: pathological inputs.  Each must give findings (never a
+# traceback, a hang or an allocation out of proportion to the header), and
+# wherever safetensors 0.8.0 can be asked cheaply, the same first error
+# class.  The ~100 MB headers are written once per module and validated in a
+# child process that reports its peak RSS; hang-prone cases run in a child
+# under a generous timeout.  No assertion depends on wall-clock speed.
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from _stbytes import at, data_start, entry, prefix, st
+
+import validator
+
+ROOT = Path(__file__).resolve().parents[1]
+MAX = 100_000_000
+U64 = 2**64 - 1
+F4B = b"\0" * 4
+HANG_TIMEOUT = 300  # seconds; only to turn a hang into a failure
+
+VALID = st(
+    '{"__metadata__":{"k":"v"},"a":' + entry("F16", (2,), (0, 4)) + ',"b":' + entry("U8", (3,), (4, 7)) + "}", b"\1" * 7
+)
+
+_CHILD = r"""
+import json, resource, sys
+import validator
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+report = validator.validate(sys.argv[1])
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"slugs": [f.slug for f in report.findings], "valid": report.valid,
+                  "suppressed": report.suppressed, "base_kb": base, "peak_kb": peak}))
+"""
+
+
+def _child(path: Path) -> dict[str, object]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=HANG_TIMEOUT,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result: dict[str, object] = json.loads(proc.stdout)
+    return result
+
+
+def _write_header(path: Path, parts: list[bytes], size: int, data: bytes = b"") -> None:
+    """Write prefix(size) + the parts, padded with spaces to size, + data."""
+    used = sum(map(len, parts))
+    assert used <= size
+    with path.open("wb") as f:
+        f.write(prefix(size))
+        for part in parts:
+            f.write(part)
+        chunk = b" " * (1 << 20)
+        left = size - used
+        while left:
+            f.write(chunk[: min(left, len(chunk))])
+            left -= min(left, len(chunk))
+        f.write(data)
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("big")
+    files = {
+        "empty-object-and-100mb-of-spaces": ([b"{}"], b""),
+        "space-before-brace-and-100mb-of-spaces": ([b" {}"], b""),
+        "100mb-metadata-string": ([b'{"__metadata__":{"a":"', b"x" * (MAX - 40), b'"}}'], b""),
+        "100mb-unterminated-string": ([b'{"__metadata__":{"a":"', b"x" * (MAX - 30)], b""),
+    }
+    out = {}
+    for name, (parts, data) in files.items():
+        path = d / f"{name}.safetensors"
+        _write_header(path, parts, MAX, data)
+        out[name] = path
+    return out
+
+
+@pytest.mark.parametrize(
+    ("name", "slugs"),
+    [
+        ("empty-object-and-100mb-of-spaces", []),
+        ("space-before-brace-and-100mb-of-spaces", ["header-leading-bytes"]),
+        ("100mb-metadata-string", []),
+        ("100mb-unterminated-string", ["json-syntax"]),
+    ],
+)
+def test_100mb_headers_in_bounded_memory(big: dict[str, Path], name: str, slugs: list[str]) -> None:
+    result = _child(big[name])
+    assert result["slugs"] == slugs
+    peak_mb = int(result["peak_kb"]) / 1024  # type: ignore[call-overload]
+    assert peak_mb < 12 * MAX / 2**20 + 200, f"peak RSS {peak_mb:.0f} MB"
+
+
+def test_sparse_terabyte_file_is_not_read(tmp_path: Path) -> None:
+    # The header declares one 2^40-byte tensor; the file is sparse.  The
+    # validator must decide from the header and the file size alone.
+    size = 1 << 40
+    blob = st('{"t":' + entry("U8", (size,), (0, size)) + "}")
+    path = tmp_path / "sparse.safetensors"
+    with path.open("wb") as f:
+        f.write(blob)
+        try:
+            f.truncate(len(blob) + size)
+        except OSError:
+            pytest.skip("file system cannot hold a sparse 1 TiB file")
+    result = _child(path)
+    assert result == {**result, "slugs": [], "valid": True}
+    assert int(result["peak_kb"]) - int(result["base_kb"]) < 50 * 1024  # type: ignore[call-overload]
+
+
+def test_many_repeated_findings_are_capped(tmp_path: Path) -> None:
+    # 2 MB of duplicate tensor names whose entries are invalid: 600,000
+    # findings of two rules.  The first 1000 of each are kept.
+    unit = b'"a":0,'
+    n = 2_000_000 // len(unit)
+    path = tmp_path / "duplicate-names.safetensors"
+    body = b"{" + unit * n + b'"a":0}'
+    body += b" " * (-len(body) % 8)
+    path.write_bytes(prefix(len(body)) + body)
+    result = _child(path)
+    assert result["slugs"][:3] == ["tensor-entry-invalid", "duplicate-key", "tensor-entry-invalid"]  # type: ignore[index]
+    assert len(result["slugs"]) == 2000  # type: ignore[arg-type]
+    assert result["suppressed"] == 2 * (n + 1) - 1 - 2000
+    report = validator.validate(path, profile="reference")
+    assert len(report.findings) == 1000
+    assert report.suppressed == n + 1 - 1000
+
+
+# --- deep nesting, long numbers, hostile offsets -----------------------------
+
+_T = '{"t":{"dtype":"F32","shape":[1],"data_offsets":[0,4]'
+
+
+def _case(header: str | bytes, data: bytes = F4B) -> bytes:
+    return st(header, data)
+
+
+PATHOLOGICAL = [
+    (
+        "arrays-nested-10^6-in-unknown-field",
+        _case(_T + ',"x":' + "[" * 10**6 + "]" * 10**6 + "}}"),
+        "json-depth",
+        lambda b: at(b, "[[") + 127 - 2,
+    ),
+    ("objects-nested-10^6-unclosed", _case('{"a":' * 10**6), "json-depth", lambda b: 8 + 127 * 5),
+    ("arrays-nested-10^6-at-root", _case("[" * 10**6), "json-depth", lambda b: 8 + 127),
+    (
+        "5000-digit-integer-in-shape",
+        _case('{"t":{"dtype":"F32","shape":[' + "7" * 5000 + '],"data_offsets":[0,4]}}'),
+        "json-number",
+        lambda b: at(b, "777"),
+    ),
+    (
+        "100000-digit-integer-in-shape",
+        _case('{"t":{"dtype":"F32","shape":[' + "7" * 100_000 + '],"data_offsets":[0,4]}}'),
+        "json-number",
+        lambda b: at(b, "777"),
+    ),
+    (
+        "5000-digit-integer-in-unknown-field",
+        _case(_T + ',"x":' + "7" * 5000 + "}}"),
+        "json-number",
+        lambda b: at(b, "777"),
+    ),
+    (
+        "100000-digit-integer-in-unknown-field",
+        _case(_T + ',"x":' + "7" * 100_000 + "}}"),
+        "json-number",
+        lambda b: at(b, "777"),
+    ),
+    (
+        "100000-digit-negative-integer",
+        _case(_T + ',"x":-' + "7" * 100_000 + "}}"),
+        "json-number",
+        lambda b: at(b, "-777"),
+    ),
+    (
+        "100000-digit-fraction-accepted-then-unknown",
+        _case(_T + ',"x":0.' + "7" * 100_000 + "}}"),
+        "tensor-field-unknown",
+        lambda b: at(b, '"x"'),
+    ),
+    ("exponent-of-100000-digits", _case(_T + ',"x":1e' + "7" * 100_000 + "}}"), "json-number", lambda b: at(b, "1e7")),
+    (
+        "offsets-end-2^64",
+        _case('{"t":' + entry(offsets=(U64 - 3, U64 + 1)) + "}"),
+        "offsets-invalid",
+        lambda b: at(b, str(U64 + 1)),
+    ),
+    ("offsets-at-2^64-1", _case('{"t":' + entry(offsets=(U64 - 4, U64)) + "}"), "offsets-not-contiguous", data_start),
+    (
+        "offsets-wrapping-past-2^64",
+        _case('{"t":' + entry(offsets=(U64, 3)) + "}"),
+        "offsets-reversed",
+        lambda b: data_start(b) + U64,
+    ),
+    (
+        "offsets-negative",
+        _case('{"t":{"dtype":"F32","shape":[1],"data_offsets":[-4,0]}}'),
+        "offsets-invalid",
+        lambda b: at(b, "-4"),
+    ),
+    (
+        "offsets-negative-2^63",
+        _case('{"t":{"dtype":"F32","shape":[1],"data_offsets":[0,-9223372036854775808]}}'),
+        "offsets-invalid",
+        lambda b: at(b, "-9"),
+    ),
+    ("shape-2^64-1-times-2", _case('{"t":' + entry(shape=(U64, 2), offsets=(0, 4)) + "}"), "size-overflow", data_start),
+    ("n-2^64-1", prefix(U64) + b"{}", "header-too-large", lambda b: 0),
+    ("n-100000000-with-short-file", prefix(MAX) + b"{}" + b" " * 1000, "header-length-exceeds-file", lambda b: 0),
+    ("n-zero", prefix(0) + F4B, "json-syntax", lambda b: 8),
+]
+
+
+@pytest.mark.parametrize(("blob", "slug", "where"), [c[1:] for c in PATHOLOGICAL], ids=[c[0] for c in PATHOLOGICAL])
+def test_pathological_header(blob: bytes, slug: str, where) -> None:
+    report = validator.validate(blob)
+    errors = report.errors or report.findings
+    assert (errors[0].slug, errors[0].offset) == (slug, where(blob))
+
+
+def test_unterminated_strings_do_not_backtrack_exponentially() -> None:
+    # A regex of the form (run+|escape)* needs 2^n steps here; run in a
+    # child so that a regression fails by timeout instead of hanging.
+    code = (
+        "import validator, struct\n"
+        "for body in (b'\"' + b'a' * 200, b'\"' + b'a\\\\n' * 200, b'\"' + b'a' * 10**6 + b'\\\\q'):\n"
+        '    h = b\'{"__metadata__":{"k":\' + body\n'
+        "    r = validator.validate(struct.pack('<Q', len(h)) + h)\n"
+        "    print(r.first_error.slug)\n"
+    )
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["json-syntax", "json-syntax", "json-string"]
+
+
+# --- truncation and mutation, checked against the reference -------------------
+
+safetensors = pytest.importorskip("safetensors")
+
+
+def _reference_class(blob: bytes) -> str | None:
+    from test_reference_agreement import reference_class
+
+    return reference_class(blob)
+
+
+def test_valid_fixture_is_valid() -> None:
+    assert validator.validate(VALID).findings == ()
+    assert _reference_class(VALID) is None
+
+
+@pytest.mark.parametrize("cut", range(len(VALID)))
+def test_truncated_at_every_byte(cut: int) -> None:
+    blob = VALID[:cut]
+    for profile in ("strict", "reference"):
+        report = validator.validate(blob, profile=profile)
+        assert not report.valid
+        assert report.first_error is not None
+    assert validator.validate(blob, profile="reference").reference_error == _reference_class(blob)
+
+
+def test_every_single_byte_mutation_matches_reference() -> None:
+    seen: set[str | None] = set()
+    for i in range(len(VALID)):
+        for value in (0x00, 0x20, 0x22, 0x30, 0x39, 0x5B, 0x7D, 0xFF, VALID[i] ^ 1):
+            blob = VALID[:i] + bytes([value]) + VALID[i + 1 :]
+            expected = _reference_class(blob)
+            ref = validator.validate(blob, profile="reference")
+            assert ref.reference_error == expected, (i, value, blob)
+            if expected is not None:
+                assert not validator.validate(blob).valid, (i, value, blob)
+            seen.add(expected)
+    # The mutations reach most layers of the format.
+    assert {None, "InvalidHeaderLength", "InvalidHeader", "InvalidHeaderDeserialization", "TensorInvalidInfo"} <= seen
+
+
+def test_random_bytes_match_reference() -> None:
+    rng = random.Random(20261129)
+    for _ in range(2000):
+        size = rng.randrange(0, 48)
+        head = rng.choice([b"", prefix(rng.randrange(0, 40)), prefix(rng.randrange(0, 2**64))])
+        blob = (head + rng.randbytes(size))[: 8 + size]
+        report = validator.validate(blob, profile="reference")
+        assert report.reference_error == _reference_class(blob), blob
+        validator.validate(blob)  # strict must not raise either
+
+
+def test_noncontiguous_memoryview_source() -> None:
+    doubled = bytes(b for byte in VALID for b in (byte, 0xAA))
+    view = memoryview(doubled)[::2]
+    assert validator.validate(view).findings == ()

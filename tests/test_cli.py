@@ -1,0 +1,341 @@
+# Strategy: the `stcheck` command line, driven in-process through
+# validator._cli.main (fast) and, where the process matters (python -m,
+# imports at start-up), in a subprocess.  Files are written to tmp_path from
+# hand-made bytes.
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from _stbytes import data_start, entry, st
+
+from validator._cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+VALID = st('{"__metadata__":{"format":"pt"},"w":' + entry("F32", (2,), (0, 8)) + "}", b"\0" * 8)
+HOLE = st('{"w":' + entry("F32", (1,), (4, 8)) + "}", b"\0" * 8)
+LEADING_SPACE = st(' {"w":' + entry("F32", (1,), (0, 4)) + "}", b"\0" * 4)  # strict-only error
+UNALIGNED = st("{}", pad=False)  # warning only
+LINE = re.compile(r"^(?P<path>.+):(?P<offset>\d*): (?P<code>ST\d{3}) (?P<slug>[a-z0-9-]+) (?P<message>.+)$")
+SUMMARY = re.compile(
+    r"^\d+ files? checked \((strict|reference)\): \d+ valid, \d+ invalid; \d+ errors, \d+ warnings(; \d+ more findings not listed \(1000 per rule kept\))?(; \d+ unreadable)?$"
+)
+
+
+def _write(tmp_path: Path, name: str, blob: bytes) -> str:
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(blob)
+    return str(path)
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+# --- exit codes ------------------------------------------------------------
+
+
+def test_valid_file_exits_0(tmp_path, capsys) -> None:
+    code, out, _ = _run(capsys, "check", _write(tmp_path, "ok.safetensors", VALID))
+    assert code == 0
+    assert out.splitlines() == ["1 file checked (strict): 1 valid, 0 invalid; 0 errors, 0 warnings"]
+
+
+def test_invalid_file_exits_1(tmp_path, capsys) -> None:
+    path = _write(tmp_path, "hole.safetensors", HOLE)
+    code, out, _ = _run(capsys, "check", path)
+    assert code == 1
+    lines = out.splitlines()
+    m = LINE.match(lines[0])
+    assert m is not None
+    assert m["path"] == path
+    assert (m["code"], m["slug"]) == ("ST401", "offsets-not-contiguous")
+    assert int(m["offset"]) == data_start(HOLE)
+    assert SUMMARY.match(lines[-1])
+    assert lines[-1].endswith("0 valid, 1 invalid; 1 errors, 0 warnings")
+
+
+def test_missing_file_exits_2(tmp_path, capsys) -> None:
+    code, _, err = _run(capsys, "check", str(tmp_path / "nope.safetensors"))
+    assert code == 2
+    assert "nope.safetensors" in err
+    assert err.startswith("stcheck: ")
+
+
+def test_path_under_missing_directory_exits_2(tmp_path, capsys) -> None:
+    code, _, err = _run(capsys, "check", str(tmp_path / "no" / "such" / "dir" / "x.safetensors"))
+    assert code == 2
+    assert "no such file" in err
+
+
+def test_missing_file_wins_over_valid_file(tmp_path, capsys) -> None:
+    ok = _write(tmp_path, "ok.safetensors", VALID)
+    code, out, _ = _run(capsys, "check", ok, str(tmp_path / "missing.safetensors"))
+    assert code == 2
+    assert out.splitlines()[-1].endswith("; 1 unreadable")
+
+
+def test_directory_given_to_inspect_exits_2(tmp_path, capsys) -> None:
+    code, _, err = _run(capsys, "inspect", str(tmp_path))
+    assert code == 2
+    assert "not a regular file" in err
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_unreadable_file_exits_2(tmp_path, capsys) -> None:
+    path = _write(tmp_path, "locked.safetensors", VALID)
+    Path(path).chmod(0)
+    try:
+        code, _, err = _run(capsys, "check", path)
+    finally:
+        Path(path).chmod(0o600)
+    assert code == 2
+    assert "locked.safetensors" in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["check"],
+        ["check", "--profile", "lenient", "x"],
+        ["check", "--format", "xml", "x"],
+        ["frobnicate"],
+        ["check", "--bogus", "x"],
+    ],
+    ids=["no-command", "check-without-path", "unknown-profile", "unknown-format", "unknown-command", "unknown-option"],
+)
+def test_usage_errors_exit_2(argv, capsys) -> None:
+    code, _, err = _run(capsys, *argv)
+    assert code == 2
+    assert err
+
+
+def test_version_exits_0(capsys) -> None:
+    code, out, _ = _run(capsys, "--version")
+    assert code == 0
+    assert out.startswith("stcheck ")
+
+
+# --- profiles and warnings ----------------------------------------------
+
+
+def test_profile_changes_verdict(tmp_path, capsys) -> None:
+    path = _write(tmp_path, "lead.safetensors", LEADING_SPACE)
+    code, out, _ = _run(capsys, "check", path)
+    assert code == 1
+    assert "ST202 header-leading-bytes" in out
+    code, out, _ = _run(capsys, "check", "--profile", "reference", path)
+    assert code == 0
+    assert "ST202" not in out
+    assert "(reference)" in out.splitlines()[-1]
+
+
+def test_warnings_do_not_fail_and_can_be_hidden(tmp_path, capsys) -> None:
+    path = _write(tmp_path, "unaligned.safetensors", UNALIGNED)
+    code, out, _ = _run(capsys, "check", path)
+    assert code == 0
+    assert (
+        out.splitlines()[0]
+        == f"{path}:0: ST104 header-unaligned " + out.splitlines()[0].split(" header-unaligned ", 1)[1]
+    )
+    assert out.splitlines()[-1].endswith("1 valid, 0 invalid; 0 errors, 1 warnings")
+    code, out, _ = _run(capsys, "check", "--no-warnings", path)
+    assert code == 0
+    assert len(out.splitlines()) == 1
+
+
+def test_finding_without_offset_has_empty_offset_field() -> None:
+    from validator import rule
+    from validator._findings import Finding
+
+    assert Finding(rule("json-syntax"), "m", None).format("f") == "f:: ST205 json-syntax m"
+
+
+# --- JSON output ----------------------------------------------------------
+
+
+def test_json_output(tmp_path, capsys) -> None:
+    ok = _write(tmp_path, "a.safetensors", VALID)
+    bad = _write(tmp_path, "b.safetensors", HOLE)
+    code, out, _ = _run(capsys, "check", "--format", "json", ok, bad)
+    assert code == 1
+    doc = json.loads(out)
+    assert set(doc) == {"tool", "version", "profile", "files", "summary"}
+    assert doc["tool"] == "stcheck"
+    assert doc["profile"] == "strict"
+    assert doc["summary"] == {
+        "files": 2,
+        "valid": 1,
+        "invalid": 1,
+        "errors": 1,
+        "warnings": 0,
+        "suppressed": 0,
+        "unreadable": [],
+    }
+    first, second = doc["files"]
+    assert set(first) == {
+        "path",
+        "valid",
+        "profile",
+        "file_size",
+        "header_size",
+        "findings",
+        "tensors",
+        "metadata",
+        "suppressed",
+    }
+    assert (first["path"], first["valid"], first["findings"]) == (ok, True, [])
+    assert first["tensors"] == {"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}
+    assert first["metadata"] == {"format": "pt"}
+    assert first["file_size"] == len(VALID)
+    assert second["valid"] is False
+    (finding,) = second["findings"]
+    assert finding == {
+        "rule": "offsets-not-contiguous",
+        "code": "ST401",
+        "severity": "error",
+        "offset": data_start(HOLE),
+        "tensor": "w",
+        "json_path": "/w/data_offsets",
+        "message": finding["message"],
+    }
+
+
+def test_json_output_lists_unreadable_paths(tmp_path, capsys) -> None:
+    code, out, _ = _run(capsys, "check", "--format", "json", str(tmp_path / "gone.safetensors"))
+    assert code == 2
+    doc = json.loads(out)
+    assert doc["files"] == []
+    assert len(doc["summary"]["unreadable"]) == 1
+
+
+# --- directories ------------------------------------------------------------
+
+
+def test_directory_recursion_finds_safetensors_only(tmp_path, capsys) -> None:
+    a = _write(tmp_path, "m/a.safetensors", VALID)
+    b = _write(tmp_path, "m/sub/deeper/b.safetensors", HOLE)
+    _write(tmp_path, "m/sub/notes.txt", b"not a model")
+    _write(tmp_path, "m/sub/c.safetensors.bak", HOLE)
+    code, out, _ = _run(capsys, "check", "--format", "json", str(tmp_path / "m"))
+    assert code == 1
+    doc = json.loads(out)
+    assert [f["path"] for f in doc["files"]] == [a, b]
+
+
+def test_empty_directory_checks_nothing(tmp_path, capsys) -> None:
+    code, out, _ = _run(capsys, "check", str(tmp_path))
+    assert code == 0
+    assert out.splitlines() == ["0 files checked (strict): 0 valid, 0 invalid; 0 errors, 0 warnings"]
+
+
+# --- inspect and rules --------------------------------------------------------
+
+
+def test_inspect_text(tmp_path, capsys) -> None:
+    path = _write(tmp_path, "ok.safetensors", VALID)
+    code, out, _ = _run(capsys, "inspect", path)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == f"{path}: {len(VALID)} bytes, header {len(VALID) - 16} bytes"
+    assert lines[1].split() == ["name", "dtype", "shape", "begin", "end", "bytes"]
+    assert lines[3].split() == ["w", "F32", "[2]", "0", "8", "8"]
+    assert "1 tensors, 8 data bytes" in lines
+    assert "  format: pt" in lines
+    assert lines[-1] == "valid"
+
+
+def test_inspect_invalid_json(tmp_path, capsys) -> None:
+    path = _write(tmp_path, "hole.safetensors", HOLE)
+    code, out, _ = _run(capsys, "inspect", "--format", "json", path)
+    assert code == 1
+    doc = json.loads(out)
+    assert doc["findings"][0]["rule"] == "offsets-not-contiguous"
+
+
+def test_rules_lists_every_rule(capsys) -> None:
+    from validator import RULES
+
+    code, out, _ = _run(capsys, "rules", "--format", "json")
+    assert code == 0
+    assert [r["slug"] for r in json.loads(out)] == [r.slug for r in RULES]
+
+
+# --- process-level behaviour ----------------------------------------------------
+
+
+def test_python_dash_m_validator(tmp_path) -> None:
+    path = _write(tmp_path, "hole.safetensors", HOLE)
+    proc = subprocess.run(
+        [sys.executable, "-m", "validator", "check", path],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 1
+    assert "ST401 offsets-not-contiguous" in proc.stdout
+
+
+_NO_HEAVY_IMPORTS = """
+import sys
+{body}
+heavy = sorted(m for m in ("numpy", "torch", "ml_dtypes", "safetensors") if m in sys.modules)
+print(heavy)
+"""
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "import validator\nvalidator.validate(b'\\x02\\0\\0\\0\\0\\0\\0\\0{}')",
+        "from validator._cli import main\nrc = main(['check', sys.argv[1]])\nassert rc == 0, rc",
+        "from validator._cli import main\nrc = main(['inspect', sys.argv[1]])\nassert rc == 0, rc",
+    ],
+    ids=["import-validator", "stcheck-check", "stcheck-inspect"],
+)
+def test_no_numpy_or_torch_at_startup(tmp_path, body: str) -> None:
+    path = _write(tmp_path, "ok.safetensors", VALID)
+    proc = subprocess.run(
+        [sys.executable, "-c", _NO_HEAVY_IMPORTS.format(body=body), path],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_suppressed_findings_are_counted_in_both_formats(tmp_path, capsys) -> None:
+    # 1,500 duplicate tensor names with invalid entries: 1,500 findings of
+    # tensor-entry-invalid and 1,499 of duplicate-key; 1000 of each are kept.
+    body = "{" + ",".join(['"a":0'] * 1500) + "}"
+    path = _write(tmp_path, "dups.safetensors", st(body))
+    code, out, _ = _run(capsys, "check", path)
+    assert code == 1
+    lines = out.splitlines()
+    assert len(lines) == 2001
+    assert SUMMARY.match(lines[-1])
+    assert lines[-1].endswith("2000 errors, 0 warnings; 999 more findings not listed (1000 per rule kept)")
+    code, out, _ = _run(capsys, "check", "--format", "json", path)
+    doc = json.loads(out)
+    assert doc["summary"]["suppressed"] == 999
+    assert doc["files"][0]["suppressed"] == 999
