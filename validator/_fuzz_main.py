@@ -44,7 +44,7 @@ _NOT_INSTRUMENTED: Final = (
 BOOT: Final = (
     "import sys, atheris\n"
     f"with atheris.instrument_imports(include=['validator'], exclude={list(_NOT_INSTRUMENTED)!r}):\n"
-    "    import validator._fuzz_targets, validator._fuzz_yours\n"
+    "    import validator._fuzz_targets, validator._fuzz_yours, validator._loader\n"
     "from validator import _fuzz_main\n"
     "_fuzz_main.fuzz(sys.argv[1], [sys.argv[0], *sys.argv[2:]])\n"
 )
