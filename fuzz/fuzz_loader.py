@@ -21,7 +21,7 @@ def main() -> None:
     import atheris  # type: ignore[import-untyped]  # no stubs published
 
     with atheris.instrument_imports(include=["validator"], exclude=NOT_INSTRUMENTED):
-        import validator._fuzz_targets  # noqa: F401
+        import validator._fuzz_targets
         import validator._loader  # noqa: F401  # the loader under test
     from validator._fuzz_main import fuzz
 
