@@ -85,7 +85,19 @@ def _deep_canonical_metadata(data: bytes) -> bool:
     return deepest >= 500
 
 
-KNOWN_ISSUES: Final = {"canonical-metadata-recursion": _deep_canonical_metadata}
+# canonical-float-numbers: the canonical fast path accepts a shape entry or an
+# offset written as a float (1.0, 1e0, 1E+0) in any tensor but the first, and
+# puts the float in the table; safetensors rejects the file.  The check
+# validates the input and looks for a non-integer in the table.
+def _float_in_table(data: bytes) -> bool:
+    tensors = validate(data, profile=Profile.REFERENCE).tensors or {}
+    return any(type(v) is not int for t in tensors.values() for v in (*t.shape, *t.data_offsets))
+
+
+KNOWN_ISSUES: Final = {
+    "canonical-metadata-recursion": _deep_canonical_metadata,  # checked first: validate() would raise
+    "canonical-float-numbers": _float_in_table,
+}
 ENV_SKIP_KNOWN: Final = "STCHECK_FUZZ_SKIP_KNOWN"
 
 
