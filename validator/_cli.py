@@ -23,6 +23,7 @@ _COMMANDS: Final = (
     ("check", "validator._cmd_check"),
     ("inspect", "validator._cmd_check"),
     ("rules", "validator._cmd_check"),
+    ("fuzz", "validator._cmd_fuzz"),
     ("scan", "validator._cmd_scan"),
     ("conformance", "validator._cmd_conformance"),
 )

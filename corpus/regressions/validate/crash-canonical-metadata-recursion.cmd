@@ -1,0 +1,1 @@
+stcheck fuzz validate --replay corpus/regressions/validate/crash-canonical-metadata-recursion.bin

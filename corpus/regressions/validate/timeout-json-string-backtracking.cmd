@@ -1,0 +1,1 @@
+stcheck fuzz validate --replay corpus/regressions/validate/timeout-json-string-backtracking.bin

@@ -1,0 +1,32 @@
+"""atheris entry point for the `loader` target (OSS-Fuzz / ClusterFuzzLite layout).
+
+    python fuzz/fuzz_loader.py -max_total_time=60 -dict=fuzz/safetensors.dict fuzz/out/loader fuzz/seeds
+
+`stcheck fuzz loader` runs the same harness with progress, minimisation and saved regressions.
+"""
+
+import sys
+
+TARGET = "loader"
+# The engine's own machinery is not coverage-instrumented.
+NOT_INSTRUMENTED = [
+    "validator._fuzz_main",
+    "validator._fuzz_mutator",
+    "validator._fuzz_seeds",
+    "validator._fuzz_runner",
+]
+
+
+def main() -> None:
+    import atheris  # type: ignore[import-untyped]  # no stubs published
+
+    with atheris.instrument_imports(include=["validator"], exclude=NOT_INSTRUMENTED):
+        import validator._fuzz_targets
+        import validator._loader  # noqa: F401  # the loader under test
+    from validator._fuzz_main import fuzz
+
+    fuzz(TARGET, sys.argv)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,251 @@
+# Strategy: `stcheck fuzz TARGET`, the command line of the fuzzing harness.
+# Campaigns run atheris/libFuzzer in subprocesses (_fuzz_runner); --replay
+# runs saved inputs in-process (_fuzz_main.replay).  Registering this
+# command imports neither atheris nor numpy: both load only when a campaign
+# or a target needs them, and a missing atheris is a usage error (exit 2)
+# that says which extra to install.
+# ruff: noqa: PLC0415, PTH100, PTH112, PTH113, PTH118, PTH123, T201
+# Lazy imports: atheris, numpy, hypothesis and safetensors load, only where used.
+# Paths: os.path and open(), like the rest of the package.
+# A command-line module prints.
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING
+
+from validator._cli import EXIT_ERROR, EXIT_INVALID, EXIT_OK
+from validator._fuzz_main import ALL_TARGETS, HYPOTHESIS, LOADER_UNDER_TEST
+from validator._fuzz_targets import ENV_SKIP_KNOWN, TARGETS
+
+if TYPE_CHECKING:
+    import argparse
+
+    from validator._fuzz_runner import Summary
+
+_OWN_TARGETS = tuple(t for t in ALL_TARGETS if t != LOADER_UNDER_TEST)
+_INSTALL_HINT = "atheris is not installed; install the fuzz extra: pip install 'stcheck[fuzz]'"
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "fuzz",
+        help="run a coverage-guided fuzz campaign (atheris/libFuzzer), or replay saved inputs",
+        description=(
+            "Fuzz a target for --seconds, print progress, and save each finding, minimised, under "
+            "--regressions with a one-line reproducer.  TARGET 'all' splits the time across "
+            f"{', '.join(_OWN_TARGETS)}.  'loader-under-test' fuzzes YOUR loader (--loader or --loader-cmd) "
+            "against safetensors 0.8.0 and writes a report with reproducer files to --out."
+        ),
+    )
+    p.add_argument(
+        "target", choices=[*ALL_TARGETS, "all"], metavar="TARGET", help=f"one of {', '.join(ALL_TARGETS)}, all"
+    )
+    p.add_argument("--seconds", type=float, default=60.0, help="campaign length (default 60)")
+    p.add_argument("--jobs", type=int, default=1, help="parallel engine processes (default 1)")
+    p.add_argument(
+        "--replay", nargs="+", metavar="PATH", help="run these files (or directories) through TARGET and stop"
+    )
+    p.add_argument(
+        "--workdir", default=os.path.join("fuzz", "out"), help="working corpus and artifacts (default fuzz/out)"
+    )
+    p.add_argument("--regressions", default=os.path.join("corpus", "regressions"), help="where findings are saved")
+    p.add_argument(
+        "--seeds", action="append", default=[], metavar="DIR", help="extra seed directory (default: corpus/ if present)"
+    )
+    p.add_argument("--timeout", type=int, default=10, help="seconds one input may take (default 10)")
+    p.add_argument("--rss-limit-mb", type=int, default=2048, help="memory limit of an engine process (default 2048)")
+    p.add_argument("--max-len", type=int, default=16384, help="largest input in bytes (default 16384)")
+    p.add_argument("--max-findings", type=int, default=10, help="stop after this many distinct findings (default 10)")
+    p.add_argument("--interval", type=float, default=10.0, help="seconds between progress lines (default 10)")
+    p.add_argument(
+        "--no-skip-known",
+        action="store_true",
+        help="do not step around the known validator bugs listed in _fuzz_targets.KNOWN_ISSUES",
+    )
+    p.add_argument(
+        "--engine-arg",
+        action="append",
+        default=[],
+        metavar="-FLAG=VALUE",
+        help="extra libFuzzer flag, written --engine-arg=-use_value_profile=1",
+    )
+    loader = p.add_argument_group("fuzz your loader (TARGET loader-under-test)")
+    loader.add_argument(
+        "--loader", metavar="MODULE:FUNCTION", help="a callable taking a path (or bytes) and returning {name: tensor}"
+    )
+    loader.add_argument("--loader-cmd", metavar="'CMD {path}'", help="a command that exits 0 to accept and 1 to reject")
+    loader.add_argument("--loader-input", choices=["path", "bytes"], default="path", help="what the callable is given")
+    loader.add_argument(
+        "--reject-exception",
+        action="append",
+        default=[],
+        metavar="MODULE:NAME",
+        help="an exception that is a clean rejection (ValueError is)",
+    )
+    loader.add_argument(
+        "--out",
+        default=os.path.join("fuzz", "out", "loader-findings"),
+        help="report and reproducers (default fuzz/out/loader-findings)",
+    )
+    p.set_defaults(run=run)
+
+
+def _loader_env(args: argparse.Namespace) -> dict[str, str] | None:
+    if args.target != LOADER_UNDER_TEST:
+        return {}
+    if bool(args.loader) == bool(args.loader_cmd):
+        print(
+            "stcheck fuzz: loader-under-test needs exactly one of "
+            "--loader MODULE:FUNCTION or --loader-cmd 'CMD {path}'",
+            file=sys.stderr,
+        )
+        return None
+    if args.loader_cmd and "{path}" not in args.loader_cmd:
+        print("stcheck fuzz: --loader-cmd must contain {path}", file=sys.stderr)
+        return None
+    env = {
+        "STCHECK_FUZZ_LOADER_OUT": os.path.abspath(args.out),
+        "STCHECK_FUZZ_LOADER_INPUT": args.loader_input,
+        "STCHECK_FUZZ_LOADER_REJECT": ",".join(args.reject_exception),
+    }
+    if args.loader:
+        env["STCHECK_FUZZ_LOADER"] = args.loader
+    else:
+        env["STCHECK_FUZZ_LOADER_CMD"] = args.loader_cmd
+    return env
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from validator._fuzz_main import replay
+    from validator._fuzz_runner import replay_paths
+
+    paths = replay_paths(args.replay)
+    missing = [p for p in paths if not os.path.isfile(p)]
+    if missing:
+        print(f"stcheck fuzz: no such file: {missing[0]}", file=sys.stderr)
+        return EXIT_ERROR
+    if args.target == HYPOTHESIS:
+        print("stcheck fuzz: the hypothesis target draws its own inputs; replay another target", file=sys.stderr)
+        return EXIT_ERROR
+    targets = tuple(TARGETS) if args.target == "all" else (args.target,)
+    failed = sum(replay(target, paths, out=lambda s: print(s, flush=True)) for target in targets)
+    print(f"{len(paths)} inputs x {len(targets)} targets: {failed} failures")
+    return EXIT_INVALID if failed else EXIT_OK
+
+
+def _print_summary(summary: Summary) -> None:
+    print(
+        f"[{summary.target}] done: {summary.execs} execs in {summary.seconds:.0f}s ({summary.execs_per_s:.0f}/s); "
+        f"{summary.cpu_seconds:.0f} CPU s ({summary.execs_per_cpu_s:.0f} execs per CPU second); "
+        f"cov {summary.coverage}, corpus {summary.corpus}, "
+        f"findings {len(summary.findings)}"
+    )
+    for finding in summary.findings:
+        print(f"  {finding.signature}  {finding.path}  ({finding.size} bytes, seen {finding.repeats}x)")
+        print(f"    reproduce: {finding.reproduce}")
+
+
+def _shown(path: str) -> str:
+    """``path`` relative to the working directory when it lies below it."""
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
+def _print_loader_report(out_dir: str, args: argparse.Namespace) -> int:
+    from validator._fuzz_yours import DESCRIPTIONS, read_findings
+
+    found = read_findings(out_dir)
+    what = args.loader or args.loader_cmd
+    out_dir = _shown(out_dir)
+    if not found:
+        print(f"loader {what}: no disagreement with safetensors 0.8.0 found")
+        return EXIT_OK
+    print(f"loader {what}: {len(found)} problem classes (reproducers in {out_dir})")
+    for entry in found:
+        family = entry["category"].split(":", 1)[0]
+        print(f"  {entry['category']:48} {DESCRIPTIONS.get(family, '')}")
+        print(f"      {entry['detail'][:150]}")
+        print(f"      {_shown(entry['path'])} ({entry['size']} bytes)")
+    flag = f"--loader {args.loader}" if args.loader else f"--loader-cmd '{args.loader_cmd}'"
+    print(f"reproduce one: stcheck fuzz loader-under-test {flag} --replay FILE")
+    return EXIT_INVALID
+
+
+def _replay_loader(args: argparse.Namespace, env: dict[str, str]) -> int:
+    from validator import _fuzz_yours
+    from validator._fuzz_runner import replay_paths
+
+    os.environ.update(env)
+    loader = _fuzz_yours.from_env()
+    problems = 0
+    for path in replay_paths(args.replay):
+        with open(path, "rb") as f:
+            data = f.read()
+        found = _fuzz_yours.classify(loader, data)
+        problems += bool(found)
+        for category, detail in found or [("ok", "the loader agrees with safetensors 0.8.0")]:
+            print(f"{path}: {category}: {detail}")
+    return EXIT_INVALID if problems else EXIT_OK
+
+
+def _has_strategies() -> bool:
+    try:
+        from validator import strategies
+    except ImportError:
+        return False
+    return hasattr(strategies, "valid_files")
+
+
+def run(args: argparse.Namespace) -> int:
+    env = _loader_env(args)
+    if env is None:
+        return EXIT_ERROR
+    if args.replay:
+        if args.target == LOADER_UNDER_TEST:
+            return _replay_loader(args, env)
+        return _replay(args)
+    from validator._fuzz_runner import Config, atheris_available
+    from validator._fuzz_runner import run as run_campaign
+
+    if not atheris_available():
+        print(f"stcheck fuzz: {_INSTALL_HINT}", file=sys.stderr)
+        return EXIT_ERROR
+    if args.target == "all":
+        targets = tuple(t for t in _OWN_TARGETS if t != HYPOTHESIS or _has_strategies())
+    elif args.target == HYPOTHESIS and not _has_strategies():
+        print("stcheck fuzz: the hypothesis target needs validator.strategies, which is not installed", file=sys.stderr)
+        return EXIT_ERROR
+    else:
+        targets = (args.target,)
+    seeds = tuple(args.seeds) or (("corpus",) if os.path.isdir("corpus") else ())
+    share = args.seconds / len(targets)
+    summaries = []
+    for target in targets:
+        config = Config(
+            target=target,
+            seconds=share,
+            jobs=max(1, args.jobs),
+            workdir=args.workdir,
+            regressions=args.regressions,
+            seed_dirs=seeds,
+            timeout_s=args.timeout,
+            rss_limit_mb=args.rss_limit_mb,
+            max_len=args.max_len,
+            max_findings=args.max_findings,
+            interval_s=args.interval,
+            env={**env, **({} if args.no_skip_known else {ENV_SKIP_KNOWN: "1"})},
+            engine_args=tuple(args.engine_arg),
+        )
+        summary = run_campaign(config, out=lambda s: print(s, flush=True))
+        _print_summary(summary)
+        summaries.append(summary)
+    found = sum(len(s.findings) for s in summaries)
+    if len(summaries) > 1:
+        execs = sum(s.execs for s in summaries)
+        cpu = sum(s.cpu_seconds for s in summaries)
+        wall = sum(s.seconds for s in summaries)
+        print(f"[all] {len(summaries)} targets: {execs} execs in {wall:.0f}s, {cpu:.0f} CPU s; findings {found}")
+    if args.target == LOADER_UNDER_TEST:
+        return _print_loader_report(env["STCHECK_FUZZ_LOADER_OUT"], args)
+    return EXIT_INVALID if found else EXIT_OK
