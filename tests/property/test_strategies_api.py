@@ -146,3 +146,10 @@ def test_tensor_dicts_accept_values(d: dict[str, Tensor]) -> None:
 @given(strategies.corrupted_files(rule=st.sampled_from(["metadata-null", "json-depth"])))
 def test_corrupted_file_names_its_reference_error(case: strategies.CorruptedFile) -> None:
     assert case.reference_error == {"metadata-null": None, "json-depth": "InvalidHeaderDeserialization"}[case.rule]
+
+
+@given(strategies.mutated_files(files=st.just(((1 << 64) - 1).to_bytes(8, "little") + b"{}")))
+def test_mutating_a_maximal_length_prefix_stays_in_u64(data: bytes) -> None:
+    # Found by a long run: a prefix edit of old + 16 overflowed 8 bytes.
+    assert isinstance(data, bytes)
+    validator.validate(data)  # no traceback on the mutated bytes either
