@@ -9,7 +9,8 @@ from typing import Final
 
 import safetensors
 
-# Display-text prefix (after "Error while deserializing: ") -> error class.
+# A phrase of the Display text -> error class.  Each phrase occurs in the
+# message of its class only.
 MESSAGE_CLASSES: Final = (
     ("header too small", "HeaderTooSmall"),
     ("header too large", "HeaderTooLarge"),
@@ -28,8 +29,8 @@ _PREFIX: Final = "Error while deserializing: "
 def error_class(message: str) -> str:
     """The reference error class named by a SafetensorError message."""
     text = message.removeprefix(_PREFIX)
-    for prefix, name in MESSAGE_CLASSES:
-        if text.startswith(prefix):
+    for phrase, name in MESSAGE_CLASSES:
+        if phrase in text:
             return name
     msg = f"unmapped safetensors message: {message!r}"
     raise AssertionError(msg)

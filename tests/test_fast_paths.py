@@ -207,6 +207,11 @@ def test_hand_made_files_with_spaced_separators_agree(blob: bytes) -> None:
         '{"t": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}, "u": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}',
         '{"t": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]} , "u": {"dtype": "F32", "shape": [0], "data_offsets": [4, 4]}}',
         '{"t":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}, "x": NaN}',
+        # A kind equal to an earlier one as a dict key ((1,) == (1.0,) == (True,))
+        # must not hide a float or bool dimension (found by the fuzz campaign).
+        '{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"b":{"dtype":"U8","shape":[1.0],"data_offsets":[1,2]}}',
+        '{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"b":{"dtype":"U8","shape":[1e0],"data_offsets":[1,2]}}',
+        '{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"b":{"dtype":"U8","shape":[true],"data_offsets":[1,2]}}',
         '{"t": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}, "u": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}}',
         '{"u": {"dtype": "F16", "shape": [2], "data_offsets": [4, 8]}, "t": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}',
     ],
@@ -216,6 +221,28 @@ def test_json_path_hostile_headers_agree(header: str) -> None:
     raw += b" " * (-len(raw) % 8)
     for data in (b"", b"\0" * 4, b"\0" * 8):
         _assert_same(struct.pack("<Q", len(raw)) + raw + data)
+
+
+def test_float_dimension_after_an_equal_int_kind_is_shape_invalid() -> None:
+    raw = b'{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"b":{"dtype":"U8","shape":[1.0],"data_offsets":[1,2]}}'
+    raw += b" " * (-len(raw) % 8)
+    blob = struct.pack("<Q", len(raw)) + raw + b"xy"
+    for profile in ("strict", "reference"):
+        report = validator.validate(blob, profile=profile)
+        assert [f.slug for f in report.errors] == ["shape-invalid"]
+        assert report.errors[0].tensor == "b"
+
+
+def test_metadata_nested_past_the_c_scanner_limit_is_json_depth() -> None:
+    # The canonical path reads __metadata__ with the C scanner, which raises
+    # RecursionError past ~1000 levels; that must fall through to the exact
+    # parser (found by the fuzz campaign).
+    raw = b'{"__metadata__":{"k":' + b"[" * 2000 + b"]" * 2000 + b"}}"
+    raw += b" " * (-len(raw) % 8)
+    report = validator.validate(struct.pack("<Q", len(raw)) + raw)
+    assert [f.slug for f in report.errors] == ["json-depth"]
+    # The two objects are levels 1 and 2; the 126th '[' is level 128, the first refused.
+    assert report.errors[0].offset == 8 + len(b'{"__metadata__":{"k":') + 125
 
 
 def test_json_path_answers_for_spaced_and_reordered_headers() -> None:

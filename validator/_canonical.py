@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from itertools import accumulate
+from itertools import accumulate, chain
 from operator import itemgetter, mod, sub
 from typing import TYPE_CHECKING, Any, Final
 
@@ -132,7 +132,9 @@ def clean_table(text: str, header_size: int, file_size: int) -> Clean | None:
         # the text its strings are plain.
         try:
             pairs, start = _METADATA_SCAN(text, len('{"__metadata__":'))
-        except ValueError:
+        except (ValueError, RecursionError):
+            # RecursionError: nesting past the C scanner's limit; the exact
+            # parser reports json-depth at the right offset.
             return None
         if type(pairs) is not _Pairs or set(map(type, map(itemgetter(1), pairs))) - {str}:
             return None
@@ -276,6 +278,10 @@ def clean_json_table(text: str, header_size: int, file_size: int) -> Clean | Non
     if set(map(type, dtypes)) != {str} or set(map(type, shapes)) != {list} or set(map(type, offsets)) != {list}:
         return None
     if set(map(len, offsets)) != {2}:
+        return None
+    # Every dimension an int (not a float or bool) before kinds are
+    # de-duplicated below: (1,), (1.0,) and (True,) are equal dict keys.
+    if set(map(type, chain.from_iterable(shapes))) - {int}:
         return None
     begins = list(map(itemgetter(0), offsets))
     ends = list(map(itemgetter(1), offsets))

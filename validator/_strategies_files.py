@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeVar
 
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
@@ -153,7 +153,8 @@ def _clamp(dims: list[int], limit: int) -> tuple[int, ...]:
 
 @st.composite
 def _shapes(draw: st.DrawFn, max_rank: int, max_side: int, max_elements: int, zero_sized: bool) -> tuple[int, ...]:  # noqa: FBT001
-    rank = draw(st.one_of(st.integers(0, min(4, max_rank)), st.integers(0, max_rank)))
+    small = st.integers(0, min(4, max_rank))
+    rank = draw(st.one_of(small, small, small, small, st.integers(0, max_rank)))
     if zero_sized and rank and draw(st.integers(0, 7)) == 0:
         # A zero-sized tensor: one dimension is 0, the others may be huge, as
         # long as every running product stays far from 2**64.
@@ -214,6 +215,11 @@ def tensors(
     if not isinstance(zero_sized, bool):
         raise InvalidArgument(f"zero_sized={zero_sized!r} must be a bool")
     shape_st = None if shape is None else _as_strategy(shape, _check_shape)
+    # One default shape strategy per bit width, built once.
+    default_shapes = {
+        bits: _shapes(max_rank, max_side, max(1, max_bytes * 8 // bits), zero_sized)
+        for bits in set(DTYPE_BITS.values())
+    }
 
     @st.composite
     def draw_tensor(draw: st.DrawFn) -> Tensor:
@@ -221,8 +227,7 @@ def tensors(
         _check_dtype(dtype)
         bits = DTYPE_BITS[dtype]
         if shape_st is None:
-            limit = max(1, max_bytes * 8 // bits)
-            dims = _fit_subbyte(draw(_shapes(max_rank, max_side, limit, zero_sized)), bits)
+            dims = _fit_subbyte(draw(default_shapes[bits]), bits)
         else:
             dims = tuple(draw(shape_st))
             _check_shape(dims)
@@ -238,6 +243,9 @@ def tensors(
     return draw_tensor()
 
 
+_tensors = tensors  # tensor_dicts() has an argument of this name
+
+
 def tensor_names() -> st.SearchStrategy[str]:
     """Tensor names: dotted identifiers, and any Unicode text (empty included).
 
@@ -249,16 +257,17 @@ def tensor_names() -> st.SearchStrategy[str]:
 
 def tensor_dicts(
     *,
-    tensors: st.SearchStrategy[Tensor] | None = None,
-    names: st.SearchStrategy[str] | None = None,
+    tensors: Tensor | st.SearchStrategy[Tensor] | None = None,
+    names: Collection[str] | st.SearchStrategy[str] | None = None,
     min_size: int = 0,
     max_size: int = 8,
 ) -> st.SearchStrategy[dict[str, Tensor]]:
     """A strategy for ``{name: Tensor}`` dicts, as a file's tensor table.
 
-    ``tensors`` defaults to :func:`tensors` with its defaults and ``names``
-    to :func:`tensor_names` (Unicode, the empty name included; never
-    ``"__metadata__"``).
+    ``tensors`` is a strategy of :class:`Tensor` or one Tensor, by default
+    :func:`tensors` with its defaults.  ``names`` is a strategy of names or
+    a collection to choose from, by default :func:`tensor_names` (Unicode,
+    the empty name included).  ``"__metadata__"`` never names a tensor.
 
     >>> from validator.strategies import tensor_dicts
     >>> d = tensor_dicts(min_size=2, max_size=2).example()
@@ -267,12 +276,24 @@ def tensor_dicts(
     """
     _check_int(min_size, "min_size", 0)
     _check_int(max_size, "max_size", min_size)
-    name_st = tensor_names() if names is None else names
-    if not isinstance(name_st, st.SearchStrategy):
-        raise InvalidArgument(f"names={names!r} must be a strategy of strings")
-    tensor_st = globals()["tensors"]() if tensors is None else tensors
-    if not isinstance(tensor_st, st.SearchStrategy):
-        raise InvalidArgument(f"tensors={tensors!r} must be a strategy of Tensor")
+    name_st: st.SearchStrategy[str]
+    if names is None:
+        name_st = tensor_names()
+    elif isinstance(names, st.SearchStrategy):
+        name_st = names
+    elif isinstance(names, str) or not all(isinstance(n, str) for n in names) or not names:
+        raise InvalidArgument(f"names={names!r} must be a strategy of strings or a non-empty collection of them")
+    else:
+        name_st = st.sampled_from(sorted(names))
+    tensor_st: st.SearchStrategy[Tensor]
+    if tensors is None:
+        tensor_st = _tensors()
+    elif isinstance(tensors, Tensor):
+        tensor_st = _table_strategy({"t": tensors}).map(lambda d: d["t"])
+    elif isinstance(tensors, st.SearchStrategy):
+        tensor_st = tensors
+    else:
+        raise InvalidArgument(f"tensors={tensors!r} must be a Tensor or a strategy of Tensor")
     return st.dictionaries(name_st.filter(lambda s: s != METADATA), tensor_st, min_size=min_size, max_size=max_size)
 
 
@@ -298,7 +319,7 @@ class Style:
         return json.dumps(text, ensure_ascii=self.ensure_ascii)
 
 
-@dataclass
+@dataclass(eq=False)  # entries are found in lists by identity
 class EntryDraft:
     """One tensor entry; ``overrides`` and ``raw`` hold raw JSON text."""
 
@@ -476,8 +497,12 @@ def drafts(
 
 
 def _default_tensor_dicts() -> st.SearchStrategy[dict[str, Tensor]]:
-    many = tensor_dicts(tensors=tensors(max_rank=2, max_bytes=8), min_size=24, max_size=96)
-    return st.one_of(tensor_dicts(), tensor_dicts(), tensor_dicts(), many)
+    return _DEFAULT_TABLES
+
+
+_DEFAULT_TABLES: Final = st.one_of(
+    *[tensor_dicts()] * 5, tensor_dicts(tensors=tensors(max_rank=2, max_bytes=8), min_size=24, max_size=80)
+)
 
 
 def _table_strategy(

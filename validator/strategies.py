@@ -19,6 +19,13 @@ Importing this module imports ``hypothesis``; ``import validator`` does not.
 
 from __future__ import annotations
 
+from validator._strategies_corrupt import (
+    IMPLIED,
+    CorruptedFile,
+    corrupted_files,
+    corruptible_rules,
+    mutated_files,
+)
 from validator._strategies_files import (
     GeneratedFile,
     Tensor,
@@ -30,9 +37,14 @@ from validator._strategies_files import (
 )
 
 __all__ = [
+    "IMPLIED",
+    "CorruptedFile",
     "GeneratedFile",
     "Tensor",
+    "corrupted_files",
+    "corruptible_rules",
     "metadata_dicts",
+    "mutated_files",
     "tensor_dicts",
     "tensor_names",
     "tensors",
