@@ -64,40 +64,10 @@ _REFERENCE_MESSAGES: Final = (
 # has a regression under corpus/regressions/ whose replay test is marked
 # xfail(strict=True) with the same reason.  Remove an entry once it is fixed.
 #
-# canonical-metadata-recursion: the canonical fast path (_canonical.py) reads
-# __metadata__ with the C JSON scanner and catches only ValueError, so a
-# metadata value nested about 1,000 levels deep raises RecursionError out of
-# validate().  The check flags a header that starts with {"__metadata__": and
-# nests 500 levels or more (the real threshold depends on the stack).
-def _deep_canonical_metadata(data: bytes) -> bool:
-    n = int.from_bytes(data[:8], "little") if len(data) >= 8 else 0
-    header = data[8 : 8 + n]
-    if not header.startswith(b'{"__metadata__":') or b"\\" in header:
-        return False
-    depth = deepest = 0
-    for chunk in header.split(b'"')[::2]:  # outside strings (no escapes here)
-        for byte in chunk:
-            if byte in b"[{":
-                depth += 1
-                deepest = max(deepest, depth)
-            elif byte in b"]}":
-                depth -= 1
-    return deepest >= 500
-
-
-# canonical-float-numbers: the canonical fast path accepts a shape entry or an
-# offset written as a float (1.0, 1e0, 1E+0) in any tensor but the first, and
-# puts the float in the table; safetensors rejects the file.  The check
-# validates the input and looks for a non-integer in the table.
-def _float_in_table(data: bytes) -> bool:
-    tensors = validate(data, profile=Profile.REFERENCE).tensors or {}
-    return any(type(v) is not int for t in tensors.values() for v in (*t.shape, *t.data_offsets))
-
-
-KNOWN_ISSUES: Final = {
-    "canonical-metadata-recursion": _deep_canonical_metadata,  # checked first: validate() would raise
-    "canonical-float-numbers": _float_in_table,
-}
+# Empty now: the bugs it held (json-string-backtracking, canonical-metadata-
+# recursion, canonical-float-numbers) are fixed on main; their regressions
+# stay under corpus/regressions/.
+KNOWN_ISSUES: Final[dict[str, Callable[[bytes], bool]]] = {}
 ENV_SKIP_KNOWN: Final = "STCHECK_FUZZ_SKIP_KNOWN"
 
 
