@@ -2,34 +2,23 @@
 # (safetensors==0.8.0) is run on the bytes, and the error class of the Rust
 # `SafeTensorError` it raised is read from the message's Display text: the
 # Python binding raises one exception type for every class, and messages
-# drift between releases, so only the stable prefixes below are matched.
+# drift between releases, so only the stable phrases of
+# validator._rules.REFERENCE_MESSAGES are matched.
 from __future__ import annotations
 
 from typing import Final
 
 import safetensors
 
-# A phrase of the Display text -> error class.  Each phrase occurs in the
-# message of its class only.
-MESSAGE_CLASSES: Final = (
-    ("header too small", "HeaderTooSmall"),
-    ("header too large", "HeaderTooLarge"),
-    ("invalid header length", "InvalidHeaderLength"),
-    ("invalid UTF-8 in header", "InvalidHeader"),
-    ("invalid JSON in header", "InvalidHeaderDeserialization"),
-    ("invalid offset for tensor", "InvalidOffset"),
-    ("overflow computing buffer size", "ValidationOverflow"),
-    ("slicing for subbytes", "MisalignedSlice"),
-    ("invalid shape, data type, or offset for tensor", "TensorInvalidInfo"),
-    ("incomplete metadata, file not fully covered", "MetadataIncompleteBuffer"),
-)
+from validator._rules import REFERENCE_MESSAGES
+
 _PREFIX: Final = "Error while deserializing: "
 
 
 def error_class(message: str) -> str:
     """The reference error class named by a SafetensorError message."""
     text = message.removeprefix(_PREFIX)
-    for phrase, name in MESSAGE_CLASSES:
+    for phrase, name in REFERENCE_MESSAGES:
         if phrase in text:
             return name
     msg = f"unmapped safetensors message: {message!r}"

@@ -31,7 +31,7 @@ import time
 from typing import TYPE_CHECKING, Any, Final
 
 from validator._errors import InvalidFileError, StcheckError
-from validator._rules import REFERENCE_ERRORS, Profile
+from validator._rules import REFERENCE_ERRORS, REFERENCE_MESSAGES, Profile
 from validator._validate import validate
 
 if TYPE_CHECKING:
@@ -42,22 +42,6 @@ if TYPE_CHECKING:
 # A single input that takes longer than this is a finding even where the
 # engine's own -timeout is larger (the validator reads at most 8 + N bytes).
 TIME_LIMIT_S: Final = 10.0
-
-# safetensors' Python messages -> its Rust error class (compare classes, not
-# messages: the text drifts between releases).
-_REFERENCE_MESSAGES: Final = (
-    ("header too small", "HeaderTooSmall"),
-    ("header too large", "HeaderTooLarge"),
-    ("invalid header length", "InvalidHeaderLength"),
-    ("invalid UTF-8 in header", "InvalidHeader"),
-    ("invalid JSON in header", "InvalidHeaderDeserialization"),
-    ("invalid offset for tensor", "InvalidOffset"),
-    ("overflow computing buffer size", "ValidationOverflow"),
-    ("slicing for subbytes", "MisalignedSlice"),
-    ("invalid shape, data type, or offset for tensor", "TensorInvalidInfo"),
-    ("incomplete metadata, file not fully covered", "MetadataIncompleteBuffer"),
-)
-
 
 # Known validator bugs that a campaign can step around until they are fixed
 # (--skip-known, on by default in campaigns; never in pytest replays).  Each
@@ -169,7 +153,7 @@ def target_validate(data: bytes) -> None:
 
 def reference_class(message: str) -> str:
     """The safetensors error class named by a SafetensorError message."""
-    for needle, name in _REFERENCE_MESSAGES:
+    for needle, name in REFERENCE_MESSAGES:
         if needle in message:
             return name
     raise InvariantError(f"unrecognised safetensors message {message!r}")

@@ -146,6 +146,24 @@ REFERENCE_ERRORS: Final = (
     "MetadataIncompleteBuffer",
 )
 
+# A phrase of the Python binding's `SafetensorError` message -> the Rust error
+# class it names.  The binding raises one exception type for every class, so
+# the class is read from the Display text; each phrase occurs in its own
+# class's message only (compare classes, not whole messages: the text drifts
+# between releases).
+REFERENCE_MESSAGES: Final = (
+    ("header too small", "HeaderTooSmall"),
+    ("header too large", "HeaderTooLarge"),
+    ("invalid header length", "InvalidHeaderLength"),
+    ("invalid UTF-8 in header", "InvalidHeader"),
+    ("invalid JSON in header", "InvalidHeaderDeserialization"),
+    ("invalid offset for tensor", "InvalidOffset"),
+    ("overflow computing buffer size", "ValidationOverflow"),
+    ("slicing for subbytes", "MisalignedSlice"),
+    ("invalid shape, data type, or offset for tensor", "TensorInvalidInfo"),
+    ("incomplete metadata, file not fully covered", "MetadataIncompleteBuffer"),
+)
+
 
 def rule(key: str) -> Rule:
     """Look a rule up by slug (``"json-depth"``) or code (``"ST206"``)."""
