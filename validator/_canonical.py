@@ -98,22 +98,9 @@ UNCLEAN: Final = Clean(index={}, kinds=[], begins=[], ends=[], metadata=None, pa
 
 def _size(dtype: str, shape: str = "", *more: str) -> tuple[int, int] | None:
     """(bytes, alignment) of a clean tensor, or None if anything is off."""
-    if more:
+    if more or _DIMS.fullmatch(shape) is None:
         return None
-    bits = DTYPE_BITS.get(dtype)
-    if bits is None or _DIMS.fullmatch(shape) is None:
-        return None
-    count = 1
-    for dim in parse_shape(shape):
-        count *= dim
-        if count > U64_MAX:
-            return None
-    nbits = count * bits
-    if nbits > U64_MAX or nbits % 8:
-        return None
-    nbytes = nbits // 8
-    align = bits // 8 if nbytes and bits > 8 else 1
-    return nbytes, align
+    return _size_of((dtype, parse_shape(shape)))
 
 
 def clean_table(text: str, header_size: int, file_size: int) -> Clean | None:
