@@ -10,10 +10,10 @@ import sys
 TARGET = "loader"
 # The engine's own machinery is not coverage-instrumented.
 NOT_INSTRUMENTED = [
-    "validator._fuzz_main",
-    "validator._fuzz_mutator",
-    "validator._fuzz_seeds",
-    "validator._fuzz_runner",
+    "validator.fuzz.harness",
+    "validator.fuzz.mutator",
+    "validator.fuzz.seeds",
+    "validator.fuzz.supervisor",
 ]
 
 
@@ -21,9 +21,9 @@ def main() -> None:
     import atheris  # type: ignore[import-untyped]  # no stubs published
 
     with atheris.instrument_imports(include=["validator"], exclude=NOT_INSTRUMENTED):
-        import validator._fuzz_targets
-        import validator._loader  # noqa: F401  # the loader under test
-    from validator._fuzz_main import fuzz
+        import validator.fuzz.targets
+        import validator.io.loader  # noqa: F401  # the loader under test
+    from validator.fuzz.harness import fuzz
 
     fuzz(TARGET, sys.argv)
 

@@ -1,6 +1,6 @@
 """The fuzz targets as plain functions, one per invariant (Pillow's `fuzzers.py` layout).
 
-The logic lives in the installed package (`validator._fuzz_targets`) so that
+The logic lives in the installed package (`validator.fuzz.targets`) so that
 `stcheck fuzz` works without this repository; this module names it for the
 `fuzz_*.py` entry points and for readers.  Each function takes the bytes of
 a would-be file and raises on a broken invariant:
@@ -12,10 +12,10 @@ a would-be file and raises on a broken invariant:
 - roundtrip(data): parse, re-serialise, parse again gives the same table.
 """
 
-from validator._fuzz_targets import TARGETS, InvariantError
-from validator._fuzz_targets import target_differential as differential
-from validator._fuzz_targets import target_loader as loader
-from validator._fuzz_targets import target_roundtrip as roundtrip
-from validator._fuzz_targets import target_validate as validate
+from validator.fuzz.targets import TARGETS, InvariantError
+from validator.fuzz.targets import target_differential as differential
+from validator.fuzz.targets import target_loader as loader
+from validator.fuzz.targets import target_roundtrip as roundtrip
+from validator.fuzz.targets import target_validate as validate
 
 __all__ = ["TARGETS", "InvariantError", "differential", "loader", "roundtrip", "validate"]

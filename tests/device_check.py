@@ -21,8 +21,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import validator
-from validator._devices import parse_device, platform_facts, unsupported_reason
 from validator._dtypes import DTYPE_BITS, DTYPES
+from validator.io.devices import parse_device, platform_facts, unsupported_reason
 
 
 def main() -> int:

@@ -1,5 +1,5 @@
 # Strategy: the `stcheck` command line, driven in-process through
-# validator._cli.main (fast) and, where the process matters (python -m,
+# validator.cli.main.main (fast) and, where the process matters (python -m,
 # imports at start-up), in a subprocess.  Files are written to tmp_path from
 # hand-made bytes.
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from _stbytes import data_start, entry, st
 
-from validator._cli import main
+from validator.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 VALID = st('{"__metadata__":{"format":"pt"},"w":' + entry("F32", (2,), (0, 8)) + "}", b"\0" * 8)
@@ -305,8 +305,8 @@ print(heavy)
     "body",
     [
         "import validator\nvalidator.validate(b'\\x02\\0\\0\\0\\0\\0\\0\\0{}')",
-        "from validator._cli import main\nrc = main(['check', sys.argv[1]])\nassert rc == 0, rc",
-        "from validator._cli import main\nrc = main(['inspect', sys.argv[1]])\nassert rc == 0, rc",
+        "from validator.cli.main import main\nrc = main(['check', sys.argv[1]])\nassert rc == 0, rc",
+        "from validator.cli.main import main\nrc = main(['inspect', sys.argv[1]])\nassert rc == 0, rc",
     ],
     ids=["import-validator", "stcheck-check", "stcheck-inspect"],
 )

@@ -20,9 +20,20 @@ from pathlib import Path
 
 import pytest
 
-from validator._cli import main
-from validator._conformance import Case, Impl, Raw, Result, classify, load_cases, load_impls, probe, run_all, totals
-from validator._conformance_report import COLOURS, render_html, render_markdown
+from validator.cli.main import main
+from validator.conformance.harness import (
+    Case,
+    Impl,
+    Raw,
+    Result,
+    classify,
+    load_cases,
+    load_impls,
+    probe,
+    run_all,
+    totals,
+)
+from validator.conformance.report import COLOURS, render_html, render_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "corpus"
@@ -411,7 +422,7 @@ RESULTS = CORPUS / "results"
 
 
 def _committed():
-    from validator._conformance import read_jsonl
+    from validator.conformance.harness import read_jsonl
 
     return read_jsonl(RESULTS / "results.jsonl")
 

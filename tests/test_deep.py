@@ -23,8 +23,8 @@ from scan_fixtures import (
     zip_payload,
 )
 
-from validator._deep import LONG_VALUE, ZERO_TAIL_MIN, head_signature, tail_has_eocd
-from validator._scan import Job, Options, scan_file
+from validator.scan.deep import LONG_VALUE, ZERO_TAIL_MIN, head_signature, tail_has_eocd
+from validator.scan.engine import Job, Options, scan_file
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -273,7 +273,7 @@ def test_streaming_counts_do_not_depend_on_chunk_bounds(tmp_path_factory, dtype,
 def test_plain_scan_does_not_import_numpy(tmp_path):
     path = write(tmp_path / "nan_inf.safetensors", nan_inf_file())
     code = (
-        "import sys; from validator._cli import main; "
+        "import sys; from validator.cli.main import main; "
         f"rc = main(['scan', '--progress', 'never', '--sha256', '{'0' * 64}', {str(path)!r}]); "
         "assert 'numpy' not in sys.modules, 'numpy imported'; sys.exit(rc)"
     )

@@ -11,8 +11,8 @@ import json
 import pytest
 
 import validator
-from validator._devices import CAPABILITIES, parse_device, unsupported_reason
 from validator._dtypes import DTYPE_BITS, DTYPES
+from validator.io.devices import CAPABILITIES, parse_device, unsupported_reason
 
 BYTE_DTYPES = [d for d in DTYPES if DTYPE_BITS[d] % 8 == 0]
 MPS_NEVER = {"F64", "F8_E4M3", "F8_E5M2", "F8_E8M0", "F8_E4M3FNUZ", "F8_E5M2FNUZ", "U16", "U32", "U64"}
@@ -130,7 +130,7 @@ def test_unavailable_devices_are_refused_clearly(tmp_path):
 def _device_round_trip(tmp_path, device):
     """Save every dtype, load it onto ``device``, bring it back, compare bytes."""
     torch = pytest.importorskip("torch")
-    from validator._devices import platform_facts
+    from validator.io.devices import platform_facts
 
     kind, _ = parse_device(device)
     raw = {d: bytes((i * 53 + 7) % 256 for i in range(6 * DTYPE_BITS[d] // 8)) for d in BYTE_DTYPES}

@@ -17,10 +17,15 @@ from pathlib import Path
 import pytest
 
 import validator
-from validator import _cli, _cmd_fuzz, _fuzz_main, _fuzz_runner, _fuzz_targets, _fuzz_yours
-from validator._fuzz_mutator import byte_mutate, mutate
-from validator._fuzz_seeds import build, dictionary_text, seed_files
-from validator._fuzz_targets import TARGETS, InvariantError, known_issue
+from validator.cli import fuzz as _cmd_fuzz
+from validator.cli import main as _cli
+from validator.fuzz import harness as _fuzz_main
+from validator.fuzz import loader_under_test as _fuzz_yours
+from validator.fuzz import supervisor as _fuzz_runner
+from validator.fuzz import targets as _fuzz_targets
+from validator.fuzz.mutator import byte_mutate, mutate
+from validator.fuzz.seeds import build, dictionary_text, seed_files
+from validator.fuzz.targets import TARGETS, InvariantError, known_issue
 
 ROOT = Path(__file__).resolve().parent.parent
 FUZZ = ROOT / "fuzz"
@@ -331,7 +336,7 @@ def test_loader_findings_are_recorded_shortest_first(tmp_path):
 
 
 def test_cli_import_pulls_in_neither_atheris_nor_numpy():
-    code = "import sys, validator._cli, validator._cmd_fuzz; print(sorted({'atheris', 'numpy'} & set(sys.modules)))"
+    code = "import sys, validator.cli.main, validator.cli.fuzz; print(sorted({'atheris', 'numpy'} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], env=_env(), capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -361,11 +366,11 @@ def test_signature_is_parsed_from_an_atheris_report():
         " === Uncaught Python exception: ===\n"
         "InvariantError: something\n"
         "Traceback (most recent call last):\n"
-        '  File "/x/validator/_fuzz_targets.py", line 10, in target_loader\n'
-        '  File "/x/validator/_fuzz_targets.py", line 77, in _fail\n'
+        '  File "/x/validator/fuzz/targets.py", line 10, in target_loader\n'
+        '  File "/x/validator/fuzz/targets.py", line 77, in _fail\n'
         "==1== ERROR: libFuzzer: fuzz target exited\n"
     )
-    assert _fuzz_runner._signature("crash", output) == "InvariantError at _fuzz_targets.py:77 (_fail)"
+    assert _fuzz_runner._signature("crash", output) == "InvariantError at targets.py:77 (_fail)"
     assert _fuzz_runner._signature("timeout", output) == "timeout"
 
 

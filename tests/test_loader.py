@@ -212,7 +212,7 @@ def test_validation_reads_the_mapped_bytes(tmp_path, monkeypatch):
     # The handle must validate the mapping it uses, not re-read the path.
     path = write(tmp_path, "ok.safetensors", build({"t": ("U8", [2], b"\x01\x02")}))
     calls = []
-    import validator._loader as loader
+    from validator.io import loader
 
     real = loader.check_buffer
 

@@ -10,8 +10,8 @@ import jsonschema
 import pytest
 from scan_fixtures import all_zero_file, clean_file, f64_file, write, zip_last_tensor_file
 
-from validator._cli import main
 from validator._rules import RULES
+from validator.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 SARIF_SCHEMA = json.loads((ROOT / "tests" / "data" / "sarif" / "sarif-schema-2.1.0.json").read_text())

@@ -11,9 +11,10 @@ import jsonschema
 import pytest
 from scan_fixtures import all_zero_file, build, clean_file, f32, fake_hf_cache, sha256, write
 
-from validator import _cmd_scan, _scan
-from validator._cli import main
-from validator._scan import Job, Options, hf_cache_jobs, run_jobs
+from validator.cli import scan as _cmd_scan
+from validator.cli.main import main
+from validator.scan import engine as _scan
+from validator.scan.engine import Job, Options, hf_cache_jobs, run_jobs
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:

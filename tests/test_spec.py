@@ -20,9 +20,9 @@ import pytest
 from jsonschema import Draft202012Validator
 
 import validator
-from validator._cli import main
 from validator._dtypes import DTYPE_BITS, DTYPES
 from validator._rules import RULES, Profile
+from validator.cli.main import main
 
 SPEC_DIR = Path(__file__).resolve().parent.parent / "spec"
 U64_MAX = (1 << 64) - 1

@@ -56,10 +56,10 @@ __all__ = [
 # The loader, writer and index checker import numpy/torch when used; they are
 # imported on first attribute access so that `import validator` stays light.
 _LAZY = {
-    "open": ("validator._loader", "open_file"),
-    "save": ("validator._writer", "save"),
-    "open_index": ("validator._index", "open_index"),
-    "validate_index": ("validator._index", "validate_index"),
+    "open": ("validator.io.loader", "open_file"),
+    "save": ("validator.io.writer", "save"),
+    "open_index": ("validator.io.index", "open_index"),
+    "validate_index": ("validator.io.index", "validate_index"),
 }
 
 

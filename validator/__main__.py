@@ -1,3 +1,3 @@
-from validator._cli import main
+from validator.cli.main import main
 
 raise SystemExit(main())

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from validator._findings import Report
-    from validator._index import IndexReport
+    from validator.io.index import IndexReport
 
 
 class StcheckError(Exception):

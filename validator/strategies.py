@@ -19,14 +19,14 @@ Importing this module imports ``hypothesis``; ``import validator`` does not.
 
 from __future__ import annotations
 
-from validator._strategies_corrupt import (
+from validator.testing.corrupt import (
     IMPLIED,
     CorruptedFile,
     corrupted_files,
     corruptible_rules,
     mutated_files,
 )
-from validator._strategies_files import (
+from validator.testing.files import (
     GeneratedFile,
     Tensor,
     metadata_dicts,

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 import huggingface_hub
 from huggingface_hub import parse_local_safetensors_file_metadata
 
-from validator._conformance_adapter import main, record
+from validator.conformance.adapter import main, record
 
 
 def load(path: str) -> Iterator[dict[str, object]]:

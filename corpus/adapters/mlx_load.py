@@ -11,7 +11,7 @@ if TYPE_CHECKING:
 
 import mlx.core as mx
 
-from validator._conformance_adapter import main, record, tensor_bytes
+from validator.conformance.adapter import main, record, tensor_bytes
 
 
 def load(path: str) -> Iterator[dict[str, object]]:

@@ -9,7 +9,7 @@ import struct
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from validator._conformance_adapter import main, record
+from validator.conformance.adapter import main, record
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

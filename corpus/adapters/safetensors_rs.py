@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import safetensors
 
-from validator._conformance_adapter import main, record
+from validator.conformance.adapter import main, record
 
 _deserialize = getattr(safetensors, "deserialize", None)
 if _deserialize is None:  # releases before 0.4 expose it on the Rust module only

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import validator
-from validator._conformance_adapter import main, record
+from validator.conformance.adapter import main, record
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -11,7 +11,7 @@ import tinygrad
 from tinygrad import dtypes
 from tinygrad.nn.state import safe_load
 
-from validator._conformance_adapter import main, record
+from validator.conformance.adapter import main, record
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

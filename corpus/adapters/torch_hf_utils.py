@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 import torch
 from torch.distributed.checkpoint import _hf_utils
 
-from validator._conformance_adapter import main, record
+from validator.conformance.adapter import main, record
 
 
 def _field(info: object, key: str) -> object:

@@ -106,9 +106,9 @@ def child(kind: str, side: str, path: str, out: str) -> dict[str, float]:
     import safetensors.torch
 
     import validator
-    import validator._dtypes_np
-    import validator._loader
-    import validator._writer  # both libraries fully imported before the baseline
+    import validator.io.dtypes_np
+    import validator.io.loader
+    import validator.io.writer  # both libraries fully imported before the baseline
 
     touch = _touch_torch if framework == "torch" else _touch_np
     arrays = None

@@ -16,8 +16,8 @@ from reference import reference_verdict
 
 import validator
 from validator import RULES, Profile, Severity
-from validator._strategies_corrupt import CORRUPTIONS, FILE_REGIONS, IMPLIED, OTHER_REGIONS
 from validator.strategies import CorruptedFile, corrupted_files, corruptible_rules
+from validator.testing.corrupt import CORRUPTIONS, FILE_REGIONS, IMPLIED, OTHER_REGIONS
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

@@ -17,8 +17,8 @@ from hypothesis.errors import InvalidArgument, NonInteractiveExampleWarning
 
 import validator
 from validator import DTYPE_BITS, strategies
-from validator._strategies_corrupt import CORRUPTIONS
 from validator.strategies import GeneratedFile, Tensor, tensor_dicts, tensors, valid_files
+from validator.testing.corrupt import CORRUPTIONS
 
 
 def test_all_is_explicit_and_complete() -> None:
@@ -53,7 +53,7 @@ def test_bad_options_raise_invalid_argument(make) -> None:
 
 
 def test_docstring_examples_run() -> None:
-    modules = (sys.modules["validator._strategies_files"], sys.modules["validator._strategies_corrupt"])
+    modules = (sys.modules["validator.testing.files"], sys.modules["validator.testing.corrupt"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", NonInteractiveExampleWarning)
         for module in modules:

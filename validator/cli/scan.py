@@ -20,13 +20,10 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from validator._cli import EXIT_ERROR, EXIT_INVALID, EXIT_OK
 from validator._errors import SourceError
-from validator._integrity import normalise_sha256, read_checksums
-from validator._policy import PolicyError, find_pyproject_policy, load_policy
-from validator._report_formats import FORMATS, render
 from validator._rules import Profile, Severity
-from validator._scan import (
+from validator.cli.main import EXIT_ERROR, EXIT_INVALID, EXIT_OK
+from validator.scan.engine import (
     DEFAULT_CHUNK,
     Job,
     Options,
@@ -37,12 +34,15 @@ from validator._scan import (
     stderr_is_tty,
     total_size,
 )
+from validator.scan.formats import FORMATS, render
+from validator.scan.integrity import normalise_sha256, read_checksums
+from validator.scan.policy import PolicyError, find_pyproject_policy, load_policy
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from contextlib import AbstractContextManager
 
-    from validator._scan import FileResult
+    from validator.scan.engine import FileResult
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

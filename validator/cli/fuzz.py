@@ -14,14 +14,14 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from validator._cli import EXIT_ERROR, EXIT_INVALID, EXIT_OK
-from validator._fuzz_main import ALL_TARGETS, HYPOTHESIS, LOADER_UNDER_TEST
-from validator._fuzz_targets import ENV_SKIP_KNOWN, TARGETS
+from validator.cli.main import EXIT_ERROR, EXIT_INVALID, EXIT_OK
+from validator.fuzz.harness import ALL_TARGETS, HYPOTHESIS, LOADER_UNDER_TEST
+from validator.fuzz.targets import ENV_SKIP_KNOWN, TARGETS
 
 if TYPE_CHECKING:
     import argparse
 
-    from validator._fuzz_runner import Summary
+    from validator.fuzz.supervisor import Summary
 
 _OWN_TARGETS = tuple(t for t in ALL_TARGETS if t != LOADER_UNDER_TEST)
 _INSTALL_HINT = "atheris is not installed; install the fuzz extra: pip install 'stcheck[fuzz]'"
@@ -117,8 +117,8 @@ def _loader_env(args: argparse.Namespace) -> dict[str, str] | None:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from validator._fuzz_main import replay
-    from validator._fuzz_runner import replay_paths
+    from validator.fuzz.harness import replay
+    from validator.fuzz.supervisor import replay_paths
 
     paths = replay_paths(args.replay)
     missing = [p for p in paths if not os.path.isfile(p)]
@@ -153,7 +153,7 @@ def _shown(path: str) -> str:
 
 
 def _print_loader_report(out_dir: str, args: argparse.Namespace) -> int:
-    from validator._fuzz_yours import DESCRIPTIONS, read_findings
+    from validator.fuzz.loader_under_test import DESCRIPTIONS, read_findings
 
     found = read_findings(out_dir)
     what = args.loader or args.loader_cmd
@@ -173,8 +173,8 @@ def _print_loader_report(out_dir: str, args: argparse.Namespace) -> int:
 
 
 def _replay_loader(args: argparse.Namespace, env: dict[str, str]) -> int:
-    from validator import _fuzz_yours
-    from validator._fuzz_runner import replay_paths
+    from validator.fuzz import loader_under_test as _fuzz_yours
+    from validator.fuzz.supervisor import replay_paths
 
     os.environ.update(env)
     loader = _fuzz_yours.from_env()
@@ -205,8 +205,8 @@ def run(args: argparse.Namespace) -> int:
         if args.target == LOADER_UNDER_TEST:
             return _replay_loader(args, env)
         return _replay(args)
-    from validator._fuzz_runner import Config, atheris_available
-    from validator._fuzz_runner import run as run_campaign
+    from validator.fuzz.supervisor import Config, atheris_available
+    from validator.fuzz.supervisor import run as run_campaign
 
     if not atheris_available():
         print(f"stcheck fuzz: {_INSTALL_HINT}", file=sys.stderr)

@@ -25,7 +25,7 @@ from hypothesis.errors import InvalidArgument
 from validator._dtypes import DTYPE_BITS, DTYPES
 from validator._rules import RULES, Severity
 from validator._rules import rule as lookup_rule
-from validator._strategies_files import (
+from validator.testing.files import (
     FIELDS,
     METADATA,
     U64_MAX,

@@ -357,7 +357,7 @@ def byte_mutate(data: bytes, max_size: int, rng: random.Random | None = None) ->
             i = rng.randrange(len(buf))
             buf[i:i] = buf[i : i + rng.randrange(1, 17)]
         elif op == 4:
-            from validator._fuzz_seeds import dictionary_tokens
+            from validator.fuzz.seeds import dictionary_tokens
 
             i = rng.randrange(len(buf) + 1)
             buf[i:i] = rng.choice(dictionary_tokens())

@@ -226,9 +226,9 @@ def load_callable(spec: str) -> Loader:
 
 
 if __name__ == "__main__":
-    # python -m validator._conformance_adapter MODULE:FUNCTION (FILE | --probe | --serve)
+    # python -m validator.conformance.adapter MODULE:FUNCTION (FILE | --probe | --serve)
     if len(sys.argv) < 3:
-        sys.stderr.write("usage: python -m validator._conformance_adapter MODULE:FUNCTION FILE|--probe|--serve\n")
+        sys.stderr.write("usage: python -m validator.conformance.adapter MODULE:FUNCTION FILE|--probe|--serve\n")
         raise SystemExit(CRASH)
     target = sys.argv.pop(1)
     sys.path.insert(0, str(Path.cwd()))

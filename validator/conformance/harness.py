@@ -258,7 +258,7 @@ def user_impl(spec: str, *, memory_mb: int, timeout_s: float) -> Impl:
     """An implementation from --impl: a command with {path}, or module:function."""
     env = {"PYTHONPATH": _pythonpath(str(Path.cwd()), package_root())}
     if "{path}" not in spec and " " not in spec.strip() and ":" in spec:
-        base = (sys.executable, "-m", "validator._conformance_adapter", spec)
+        base = (sys.executable, "-m", "validator.conformance.adapter", spec)
         return Impl(
             name=spec,
             argv=(*base, "{path}"),
@@ -328,7 +328,7 @@ class Raw:
 
 def _limit(memory_mb: int) -> Callable[[], None]:
     def apply() -> None:
-        from validator._conformance_adapter import limit_memory  # noqa: PLC0415 - runs in the child
+        from validator.conformance.adapter import limit_memory  # noqa: PLC0415 - runs in the child
 
         limit_memory(memory_mb, on_top=False)
 

@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING, Any, Final
 
 from validator._check import Checker
 from validator._errors import SourceError
-from validator._integrity import Digester, Expected, check_digest, from_blob_name, lookup
-from validator._policy import Policy, ScanItem, apply_policy, check_policy
 from validator._rules import Profile, Severity
 from validator._validate import validate
+from validator.scan.integrity import Digester, Expected, check_digest, from_blob_name, lookup
+from validator.scan.policy import Policy, ScanItem, apply_policy, check_policy
 
 if TYPE_CHECKING:
     import io
@@ -294,7 +294,7 @@ def _scan_into(job: Job, options: Options, result: FileResult, progress: Callabl
         want_digest = expected is not None or required
         scanner = None
         if options.deep and report is not None and report.tensors is not None and report.data_start is not None:
-            from validator._deep import DeepScanner, check_names  # noqa: PLC0415 - numpy-backed deep checks load only with --deep
+            from validator.scan.deep import DeepScanner, check_names  # noqa: PLC0415 - numpy-backed deep checks load only with --deep
 
             check_names(report.tensors, report.metadata, out)
             scanner = DeepScanner(fh.fileno(), size, report.data_start, report.tensors, options.chunk_size)

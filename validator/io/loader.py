@@ -24,11 +24,11 @@ import os
 import stat
 from typing import TYPE_CHECKING, Any
 
-from validator._devices import ensure_available, parse_device, platform_facts, unsupported_reason
 from validator._dtypes import DTYPE_BITS, element_bytes
 from validator._errors import DeviceError, InvalidFileError, LoadError, SourceError
 from validator._prefix import PREFIX_LEN
 from validator._validate import _profile, check_buffer
+from validator.io.devices import ensure_available, parse_device, platform_facts, unsupported_reason
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
@@ -238,7 +238,7 @@ class SafetensorsFile:
     def _cpu_numpy(self, name: str, info: TensorInfo, start: int) -> Any:  # noqa: ANN401
         import numpy as np  # noqa: PLC0415 - numpy/torch load only when a tensor is read
 
-        from validator._dtypes_np import numpy_dtype, unpack  # noqa: PLC0415 - numpy/torch load only when a tensor is read
+        from validator.io.dtypes_np import numpy_dtype, unpack  # noqa: PLC0415 - numpy/torch load only when a tensor is read
 
         if not _ELEMENT_BYTES[info.dtype]:
             raw = np.frombuffer(self._buffer(), np.uint8, info.nbytes, start) if info.nbytes else np.empty(0, np.uint8)
@@ -264,7 +264,7 @@ class SafetensorsFile:
     def _cpu_torch(self, name: str, info: TensorInfo, start: int) -> Any:  # noqa: ANN401
         import torch  # noqa: PLC0415 - numpy/torch load only when a tensor is read
 
-        from validator._dtypes_torch import torch_dtype  # noqa: PLC0415 - numpy/torch load only when a tensor is read
+        from validator.io.dtypes_torch import torch_dtype  # noqa: PLC0415 - numpy/torch load only when a tensor is read
 
         if not _ELEMENT_BYTES[info.dtype]:
             if not info.nbytes:
@@ -305,13 +305,13 @@ class SafetensorsFile:
         if self.framework == "numpy":
             if target is None:
                 return value
-            from validator._dtypes_np import numpy_dtype  # noqa: PLC0415 - numpy/torch load only when a tensor is read
+            from validator.io.dtypes_np import numpy_dtype  # noqa: PLC0415 - numpy/torch load only when a tensor is read
 
             out = value.astype(numpy_dtype(target))
             out.flags.writeable = False
             return out
         if target is not None:
-            from validator._dtypes_torch import parse_cast_target, safetensors_dtype  # noqa: PLC0415 - numpy/torch load only when a tensor is read
+            from validator.io.dtypes_torch import parse_cast_target, safetensors_dtype  # noqa: PLC0415 - numpy/torch load only when a tensor is read
 
             cast_to = parse_cast_target(target)
             value = value.to(cast_to)

@@ -26,8 +26,8 @@ import threading
 import time
 from typing import IO, TYPE_CHECKING, Final
 
-from validator._fuzz_main import BOOT, HYPOTHESIS, LOADER_UNDER_TEST
-from validator._fuzz_seeds import dictionary_text, seed_files
+from validator.fuzz.harness import BOOT, HYPOTHESIS, LOADER_UNDER_TEST
+from validator.fuzz.seeds import dictionary_text, seed_files
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -260,7 +260,7 @@ class _Campaign:
     def _save(self, kind: str, sig: str, artifact: str, output: str) -> Finding:
         cfg = self.config
         if cfg.target == LOADER_UNDER_TEST:  # the user's loader hung, ran out of memory or died
-            from validator import _fuzz_yours
+            from validator.fuzz import loader_under_test as _fuzz_yours
 
             out_dir = cfg.env.get(_fuzz_yours.ENV_OUT, os.path.join(self.dir, "findings"))
             category = {"timeout": "hang", "oom": "out-of-memory"}.get(kind, f"crash:{sig}")
@@ -278,7 +278,7 @@ class _Campaign:
                     [
                         sys.executable,
                         "-m",
-                        "validator._fuzz_main",
+                        "validator.fuzz.harness",
                         "minimise",
                         cfg.target,
                         artifact,

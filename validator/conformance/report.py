@@ -10,12 +10,12 @@ import html
 import json
 from typing import TYPE_CHECKING, Final
 
-from validator._conformance import SEVERITY, STATUSES, totals, worst
+from validator.conformance.harness import SEVERITY, STATUSES, totals, worst
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from validator._conformance import Case, Impl, Result
+    from validator.conformance.harness import Case, Impl, Result
 
 # Status colours: the screenshot test looks for these exact RGB values.
 COLOURS: Final = {

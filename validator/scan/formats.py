@@ -27,7 +27,7 @@ from validator._rules import RULES, Severity
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from validator._scan import FileResult
+    from validator.scan.engine import FileResult
 
 INFO_URI: Final = "https://github.com/stcheck/stcheck"
 SPEC_URI: Final = INFO_URI + "/blob/main/spec/SPEC.md"

@@ -328,7 +328,7 @@ def package_loader(data: bytes) -> dict[str, Any]:
 
     import numpy as np
 
-    open_file = importlib.import_module("validator._loader").open_file
+    open_file = importlib.import_module("validator.io.loader").open_file
     with tempfile.NamedTemporaryFile(suffix=".safetensors") as tmp:
         tmp.write(data)
         tmp.flush()

@@ -92,7 +92,7 @@ def _numpy() -> dict[str, Any]:
     if not _NP:
         import numpy as np  # noqa: PLC0415 - numpy/torch load only when an input needs them
 
-        from validator._dtypes_np import SUBBYTE, pack, safetensors_dtype  # noqa: PLC0415 - numpy/torch load only when an input needs them
+        from validator.io.dtypes_np import SUBBYTE, pack, safetensors_dtype  # noqa: PLC0415 - numpy/torch load only when an input needs them
 
         _NP.update(np=np, SUBBYTE=SUBBYTE, pack=pack, safetensors_dtype=safetensors_dtype)
     return _NP
@@ -139,7 +139,7 @@ def _from_numpy(name: str, arr: Any) -> _Item:  # noqa: ANN401
 def _from_torch(name: str, tensor: Any) -> _Item:  # noqa: ANN401
     import torch  # noqa: PLC0415 - numpy/torch load only when an input needs them
 
-    from validator._dtypes_torch import safetensors_dtype  # noqa: PLC0415 - numpy/torch load only when an input needs them
+    from validator.io.dtypes_torch import safetensors_dtype  # noqa: PLC0415 - numpy/torch load only when an input needs them
 
     if tensor.layout != torch.strided:
         msg = f"tensor {name!r} is sparse ({tensor.layout}); call .to_dense() first"

@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from validator._cli import EXIT_ERROR, EXIT_INVALID, EXIT_OK
-from validator._conformance import (
+from validator.cli.main import EXIT_ERROR, EXIT_INVALID, EXIT_OK
+from validator.conformance.harness import (
     FAILING,
     SEVERITY,
     STATUSES,
@@ -37,7 +37,7 @@ from validator._conformance import (
 if TYPE_CHECKING:
     import argparse
 
-    from validator._conformance import Case, Impl, Result
+    from validator.conformance.harness import Case, Impl, Result
 
 
 def _out(text: str) -> None:
@@ -148,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
     results = run_all(impls, cases, jobs=args.jobs, on_result=progress)
     command = _command_line(args)
     if args.out:
-        from validator._conformance_report import render_html, render_markdown  # noqa: PLC0415 - only when writing
+        from validator.conformance.report import render_html, render_markdown  # noqa: PLC0415 - only when writing
 
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
@@ -164,8 +164,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _rerender(args: argparse.Namespace, cases: list[Case]) -> int:
-    from validator._conformance import read_jsonl  # noqa: PLC0415 - only when re-rendering
-    from validator._conformance_report import render_html, render_markdown  # noqa: PLC0415 - only when re-rendering
+    from validator.conformance.harness import read_jsonl  # noqa: PLC0415 - only when re-rendering
+    from validator.conformance.report import render_html, render_markdown  # noqa: PLC0415 - only when re-rendering
 
     impls, results = read_jsonl(Path(args.from_jsonl))
     names = {r.file for r in results}

@@ -27,9 +27,9 @@ import tempfile
 from typing import TYPE_CHECKING, Any, Final
 
 from validator._errors import StcheckError
-from validator._fuzz_targets import numpy_representable, reference_load, skip_known, tensor_bytes, tie_classes
 from validator._rules import Profile
 from validator._validate import validate
+from validator.fuzz.targets import numpy_representable, reference_load, skip_known, tensor_bytes, tie_classes
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping

@@ -20,12 +20,12 @@ EXIT_ERROR: Final = 2
 
 # name -> module providing register() and run()
 _COMMANDS: Final = (
-    ("check", "validator._cmd_check"),
-    ("inspect", "validator._cmd_check"),
-    ("rules", "validator._cmd_check"),
-    ("fuzz", "validator._cmd_fuzz"),
-    ("scan", "validator._cmd_scan"),
-    ("conformance", "validator._cmd_conformance"),
+    ("check", "validator.cli.check"),
+    ("inspect", "validator.cli.check"),
+    ("rules", "validator.cli.check"),
+    ("fuzz", "validator.cli.fuzz"),
+    ("scan", "validator.cli.scan"),
+    ("conformance", "validator.cli.conformance"),
 )
 
 

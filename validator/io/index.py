@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from collections.abc import Collection, Iterator, Mapping
 
     from validator._findings import Finding, Report, TensorInfo
-    from validator._loader import SafetensorsFile, TensorSlice
     from validator._rules import Profile
+    from validator.io.loader import SafetensorsFile, TensorSlice
 
 MAX_INDEX_SIZE: Final = 100_000_000
 _INVALID_METADATA: Final[dict[str, Any]] = {}  # identity marks "already reported"
@@ -313,7 +313,7 @@ class ShardedFile:
 
     def shard(self, name: str) -> SafetensorsFile:
         """The handle of the shard holding tensor ``name`` (opened on first use)."""
-        from validator._loader import SafetensorsFile  # noqa: PLC0415 - the loader loads only when a shard is opened
+        from validator.io.loader import SafetensorsFile  # noqa: PLC0415 - the loader loads only when a shard is opened
 
         try:
             shard = self._weight_map[name]

@@ -22,8 +22,8 @@ import time
 import traceback
 from typing import TYPE_CHECKING, Final
 
-from validator._fuzz_mutator import reductions
-from validator._fuzz_targets import TARGETS
+from validator.fuzz.mutator import reductions
+from validator.fuzz.targets import TARGETS
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -34,19 +34,19 @@ HYPOTHESIS: Final = "hypothesis"
 LOADER_UNDER_TEST: Final = "loader-under-test"
 ALL_TARGETS: Final = (*TARGETS, HYPOTHESIS, LOADER_UNDER_TEST)
 _NOT_INSTRUMENTED: Final = (
-    "validator._fuzz_main",
-    "validator._fuzz_mutator",
-    "validator._fuzz_runner",
-    "validator._fuzz_seeds",
-    "validator._cmd_fuzz",
-    "validator._cli",
+    "validator.fuzz.harness",
+    "validator.fuzz.mutator",
+    "validator.fuzz.supervisor",
+    "validator.fuzz.seeds",
+    "validator.cli.fuzz",
+    "validator.cli.main",
 )
 BOOT: Final = (
     "import sys, atheris\n"
     f"with atheris.instrument_imports(include=['validator'], exclude={list(_NOT_INSTRUMENTED)!r}):\n"
-    "    import validator._fuzz_targets, validator._fuzz_yours, validator._loader\n"
-    "from validator import _fuzz_main\n"
-    "_fuzz_main.fuzz(sys.argv[1], [sys.argv[0], *sys.argv[2:]])\n"
+    "    import validator.fuzz.targets, validator.fuzz.loader_under_test, validator.io.loader\n"
+    "from validator.fuzz import harness\n"
+    "harness.fuzz(sys.argv[1], [sys.argv[0], *sys.argv[2:]])\n"
 )
 
 
@@ -62,7 +62,7 @@ def file_strategy() -> SearchStrategy[bytes]:
     from hypothesis import strategies as st
 
     from validator import strategies
-    from validator._fuzz_mutator import mutate
+    from validator.fuzz.mutator import mutate
 
     if not hasattr(strategies, "valid_files"):
         msg = "validator.strategies has no valid_files"
@@ -107,7 +107,7 @@ def resolve(target: str) -> tuple[Callable[[bytes], None], bool]:
     if target == HYPOTHESIS:
         return hypothesis_target(), False
     if target == LOADER_UNDER_TEST:
-        from validator import _fuzz_yours
+        from validator.fuzz import loader_under_test as _fuzz_yours
 
         out_dir = os.environ.get(_fuzz_yours.ENV_OUT, "loader-findings")
         return _fuzz_yours.make_target(_fuzz_yours.from_env(), out_dir), True
@@ -119,7 +119,7 @@ def fuzz(target: str, argv: list[str]) -> None:
     """Run atheris on ``target`` with libFuzzer flags ``argv[1:]``; never returns."""
     import atheris  # type: ignore[import-untyped]  # no stubs published
 
-    from validator._fuzz_mutator import mutate
+    from validator.fuzz.mutator import mutate
 
     test, structured = resolve(target)
 
@@ -215,7 +215,7 @@ def replay(target: str, paths: list[str], out: Callable[[str], None] = print) ->
 
 
 def _main(argv: list[str]) -> int:
-    """`python -m validator._fuzz_main minimise TARGET IN OUT SECONDS` (used by the runner)."""
+    """`python -m validator.fuzz.harness minimise TARGET IN OUT SECONDS` (used by the runner)."""
     if len(argv) == 5 and argv[0] == "minimise":
         _, target, src, dst, seconds = argv
         test, _ = resolve(target)
@@ -226,7 +226,7 @@ def _main(argv: list[str]) -> int:
             f.write(small)
         print(f"minimised {len(data)} -> {len(small)} bytes")
         return 0
-    print("usage: python -m validator._fuzz_main minimise TARGET IN OUT SECONDS", file=sys.stderr)
+    print("usage: python -m validator.fuzz.harness minimise TARGET IN OUT SECONDS", file=sys.stderr)
     return 2
 
 

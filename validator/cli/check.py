@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from validator import __version__
-from validator._cli import EXIT_ERROR, EXIT_INVALID, EXIT_OK
 from validator._errors import SourceError
 from validator._rules import RULES, Profile
 from validator._validate import validate
+from validator.cli.main import EXIT_ERROR, EXIT_INVALID, EXIT_OK
 
 if TYPE_CHECKING:
     import argparse

@@ -1,0 +1,1 @@
+"""The `stcheck` command line: `main` plus one module per subcommand, each imported only when chosen."""

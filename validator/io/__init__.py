@@ -1,0 +1,3 @@
+"""Reading and writing tensors: the zero-copy loader, the writer, sharded-checkpoint indexes and devices.
+
+Built on the validation core only; numpy and torch are imported when used."""

@@ -1,0 +1,1 @@
+"""The internals of `validator.strategies`: generators of valid and singly-corrupted files."""
