@@ -15,9 +15,11 @@ class StcheckError(Exception):
     """Base class of every exception stcheck raises on purpose."""
 
 
-class SourceError(StcheckError):
+class SourceError(StcheckError, OSError):
     """The source could not be read: a missing file, a permission error, a
-    directory, or an object that is neither a path, bytes nor a binary file."""
+    directory or other special file, or an object that is neither a path,
+    bytes nor a binary file.  It is an ``OSError``: ``errno`` is set when an
+    operating-system error caused it."""
 
 
 class InvalidFileError(StcheckError):
@@ -36,6 +38,12 @@ class InvalidFileError(StcheckError):
 class LoadError(StcheckError):
     """A valid file could not be loaded as asked: an unknown tensor name, a
     dtype the chosen framework lacks, or a slice of a packed sub-byte tensor."""
+
+
+class TensorNotFoundError(LoadError, KeyError):
+    """No tensor of the asked name; also a ``KeyError``, as a mapping lookup is."""
+
+    __str__ = BaseException.__str__  # KeyError would quote the message
 
 
 class DeviceError(LoadError):

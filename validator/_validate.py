@@ -18,6 +18,7 @@ from validator._header import check_header
 from validator._layout import check_layout
 from validator._prefix import PREFIX_LEN, check_prefix
 from validator._rules import BY_SLUG, Profile
+from validator._source import RegularFile, os_error, read_exact
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -121,29 +122,16 @@ def _from_buffer(buf: bytes | bytearray | memoryview, profile: Profile, path: st
     )
 
 
-def _read_exact_fd(fd: int, offset: int, n: int) -> bytes:
-    chunks = []
-    while n > 0:
-        chunk = os.pread(fd, min(n, 1 << 30), offset)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        offset += len(chunk)
-        n -= len(chunk)
-    # One read is the rule for a regular file; joining would copy the header.
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
-
-
 def _from_fd(fd: int, profile: Profile, path: str | None) -> Report:
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
         msg = f"{path or fd}: not a regular file"
         raise SourceError(msg)
     size = st.st_size
-    prefix = _read_exact_fd(fd, 0, min(PREFIX_LEN, size))
+    prefix = read_exact(fd, 0, min(PREFIX_LEN, size))
 
     def read_header(n: int) -> bytes:
-        header = _read_exact_fd(fd, PREFIX_LEN, n)
+        header = read_exact(fd, PREFIX_LEN, n)
         if len(header) != n:
             msg = f"{path or fd}: file shrank while it was being read"
             raise SourceError(msg)
@@ -188,18 +176,13 @@ def validate(source: Source, *, profile: Profile | str = Profile.STRICT) -> Repo
         return _from_buffer(source, prof, None)
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
-        try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        except OSError as exc:
-            msg = f"{path}: {exc.strerror or exc}"
-            raise SourceError(msg) from exc
-        try:
-            return _from_fd(fd, prof, path)
-        except OSError as exc:
-            msg = f"{path}: {exc.strerror or exc}"
-            raise SourceError(msg) from exc
-        finally:
-            os.close(fd)
+        with RegularFile(path) as (fd, _):
+            try:
+                return _from_fd(fd, prof, path)
+            except SourceError:
+                raise
+            except OSError as exc:
+                raise os_error(path, exc) from exc
     if hasattr(source, "read"):
         name = getattr(source, "name", None)
         where = name if isinstance(name, str) else None
@@ -211,6 +194,8 @@ def validate(source: Source, *, profile: Profile | str = Profile.STRICT) -> Repo
             if fileno is not None:
                 return _from_fd(fileno, prof, where)
             return _from_stream(source, prof, where)
+        except SourceError:
+            raise
         except OSError as exc:
             msg = f"{where or 'stream'}: {exc}"
             raise SourceError(msg) from exc

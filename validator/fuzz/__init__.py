@@ -1,1 +1,2 @@
-"""Fuzzing: the atheris targets, the structure-aware mutator, seeds, the in-process harness and the libFuzzer supervisor."""
+"""Fuzzing: the atheris targets, the structure-aware mutator, the seeds, the in-process harness
+and the libFuzzer supervisor."""

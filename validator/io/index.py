@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 from validator._check import Checker
 from validator._entries import pointer
-from validator._errors import InvalidIndexError, LoadError, SourceError
+from validator._errors import InvalidIndexError, SourceError, TensorNotFoundError
 from validator._rules import Severity
+from validator._source import RegularFile, os_error, read_exact
 from validator._validate import _profile, validate
 
 if TYPE_CHECKING:
@@ -90,13 +91,13 @@ def _refuse_constant(token: str) -> NoReturn:
 
 
 def _read_index(path: str) -> bytes:
-    try:
-        with open(path, "rb") as f:  # noqa: PTH123
-            size = os.fstat(f.fileno()).st_size
-            return f.read(MAX_INDEX_SIZE + 1) if size <= MAX_INDEX_SIZE else b"\x00" * (MAX_INDEX_SIZE + 1)
-    except OSError as exc:
-        msg = f"{path}: {exc.strerror or exc}"
-        raise SourceError(msg) from exc
+    with RegularFile(path) as (fd, st):
+        try:
+            if st.st_size > MAX_INDEX_SIZE:
+                return b"\x00" * (MAX_INDEX_SIZE + 1)
+            return read_exact(fd, 0, MAX_INDEX_SIZE + 1)
+        except OSError as exc:
+            raise os_error(path, exc) from exc
 
 
 def _unsafe_shard_name(name: str) -> str | None:
@@ -319,7 +320,7 @@ class ShardedFile:
             shard = self._weight_map[name]
         except KeyError:
             msg = f"{self.report.path}: no tensor named {name!r}"
-            raise LoadError(msg) from None
+            raise TensorNotFoundError(msg) from None
         handle = self._open.get(shard)
         if handle is None:
             # Opening validates the shard again, from the bytes it maps.

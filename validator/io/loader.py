@@ -21,12 +21,12 @@ import contextlib
 import gc
 import mmap
 import os
-import stat
 from typing import TYPE_CHECKING, Any
 
 from validator._dtypes import DTYPE_BITS, element_bytes
-from validator._errors import DeviceError, InvalidFileError, LoadError, SourceError
+from validator._errors import DeviceError, InvalidFileError, LoadError, TensorNotFoundError
 from validator._prefix import PREFIX_LEN
+from validator._source import open_regular, os_error
 from validator._validate import _profile, check_buffer
 from validator.io.devices import ensure_available, parse_device, platform_facts, unsupported_reason
 
@@ -43,23 +43,14 @@ _SUBBYTE_POLICIES = ("packed", "unpack")
 
 
 def _map(path: str, *, private: bool) -> tuple[mmap.mmap | None, int]:
+    fd, st = open_regular(path)
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        msg = f"{path}: {exc.strerror or exc}"
-        raise SourceError(msg) from exc
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            msg = f"{path}: not a regular file"
-            raise SourceError(msg)
         if st.st_size == 0:
             return None, 0
         access = mmap.ACCESS_COPY if private else mmap.ACCESS_READ
         return mmap.mmap(fd, st.st_size, access=access), st.st_size
     except OSError as exc:
-        msg = f"{path}: {exc.strerror or exc}"
-        raise SourceError(msg) from exc
+        raise os_error(path, exc) from exc
     finally:
         os.close(fd)
 
@@ -186,7 +177,7 @@ class SafetensorsFile:
             return self._tensors[name]
         except KeyError:
             msg = f"{self.path}: no tensor named {name!r}"
-            raise LoadError(msg) from None
+            raise TensorNotFoundError(msg) from None
 
     @property
     def misaligned(self) -> frozenset[str]:

@@ -19,7 +19,6 @@
 from __future__ import annotations
 
 import os
-import stat
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
@@ -29,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Final
 from validator._check import Checker
 from validator._errors import SourceError
 from validator._rules import Profile, Severity
+from validator._source import open_regular
 from validator._validate import validate
 from validator.scan.integrity import Digester, Expected, check_digest, from_blob_name, lookup
 from validator.scan.policy import Policy, ScanItem, apply_policy, check_policy
@@ -256,19 +256,11 @@ def scan_file(job: Job, options: Options, progress: Callable[[int], None] | None
 
 def _scan_into(job: Job, options: Options, result: FileResult, progress: Callable[[int], None] | None) -> None:
     out = Checker()
-    # O_NONBLOCK: opening a FIFO or a device for reading must not wait for a
-    # writer; anything that is not a regular file is refused before a read.
-    fd = os.open(job.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
-        regular = stat.S_ISREG(os.fstat(fd).st_mode)
-        if regular and hasattr(os, "O_NONBLOCK"):
-            os.set_blocking(fd, True)
-    except BaseException:
-        os.close(fd)
-        raise
-    if not regular:
-        os.close(fd)
-        raise SourceError(f"{result.path}: not a regular file")
+        fd, _ = open_regular(job.path)
+    except SourceError as exc:
+        # Name the file as the scan displays it (a hub blob by its snapshot name).
+        raise SourceError(str(exc).replace(job.path, result.path, 1)) from exc
     fh = open(fd, "rb", buffering=0, closefd=True)  # noqa: SIM115 - the with below closes it
     with fh:
         st = os.fstat(fh.fileno())
