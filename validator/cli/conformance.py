@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from validator.cli.main import EXIT_ERROR, EXIT_INVALID, EXIT_OK
+from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
 from validator.conformance.harness import (
     FAILING,
     SEVERITY,

@@ -14,7 +14,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from validator.cli.main import EXIT_ERROR, EXIT_INVALID, EXIT_OK
+from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
 from validator.fuzz.harness import ALL_TARGETS, HYPOTHESIS, LOADER_UNDER_TEST
 from validator.fuzz.targets import ENV_SKIP_KNOWN, TARGETS
 
