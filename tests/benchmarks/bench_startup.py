@@ -33,7 +33,11 @@ def write_file(path: Path, tensors: int) -> None:
     header: dict[str, object] = {"__metadata__": {"format": "pt"}}
     size = 16 * 16 * 4
     for i in range(tensors):
-        header[f"model.layers.{i}.weight"] = {"dtype": "F32", "shape": [16, 16], "data_offsets": [i * size, (i + 1) * size]}
+        header[f"model.layers.{i}.weight"] = {
+            "dtype": "F32",
+            "shape": [16, 16],
+            "data_offsets": [i * size, (i + 1) * size],
+        }
     text = json.dumps(header, separators=(",", ":")).encode()
     text += b" " * (-len(text) % 8)
     path.write_bytes(struct.pack("<Q", len(text)) + text + bytes(size * tensors))
@@ -41,7 +45,7 @@ def write_file(path: Path, tensors: int) -> None:
 
 def wall(argv: list[str]) -> float:
     start = time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, check=False)  # noqa: S603 - our own commands
+    done = subprocess.run(argv, capture_output=True, check=False)
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
         msg = f"{argv[:3]} exited {done.returncode}: {done.stderr.decode()[-400:]}"

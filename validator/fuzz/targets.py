@@ -240,41 +240,11 @@ def target_differential(data: bytes) -> None:
 # --- loader ---------------------------------------------------------------
 
 
-_NUMPY_NAMES: Final = {
-    "BOOL": "bool",
-    "U8": "uint8",
-    "I8": "int8",
-    "I16": "int16",
-    "U16": "uint16",
-    "F16": "float16",
-    "I32": "int32",
-    "U32": "uint32",
-    "F32": "float32",
-    "C64": "complex64",
-    "F64": "float64",
-    "I64": "int64",
-    "U64": "uint64",
-    "BF16": "bfloat16",
-    "F8_E5M2": "float8_e5m2",
-    "F8_E4M3": "float8_e4m3fn",
-    "F8_E8M0": "float8_e8m0fnu",
-    "F8_E4M3FNUZ": "float8_e4m3fnuz",
-    "F8_E5M2FNUZ": "float8_e5m2fnuz",
-}
-
-
 def _numpy_dtype(name: str) -> Any:  # noqa: ANN401 - a numpy dtype
     """The numpy dtype of a byte-sized safetensors dtype; None for F4 and F6_*."""
-    import numpy as np
+    from validator.io.dtypes_np import SUBBYTE, numpy_dtype
 
-    np_name = _NUMPY_NAMES.get(name)
-    if np_name is None:
-        return None
-    if hasattr(np, np_name):
-        return np.dtype(np_name).newbyteorder("<")
-    import ml_dtypes
-
-    return np.dtype(getattr(ml_dtypes, np_name))
+    return None if name in SUBBYTE else numpy_dtype(name)
 
 
 _INTP_MAX: Final = 2**63 - 1
