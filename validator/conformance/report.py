@@ -10,47 +10,17 @@ import html
 import json
 from typing import TYPE_CHECKING, Final
 
-from validator.conformance.harness import SEVERITY, STATUSES, totals, worst
+from validator.conformance.model import SEVERITY, STATUS_TABLE, STATUSES, totals, worst
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from validator.conformance.harness import Case, Impl, Result
+    from validator.conformance.model import Case, Impl, Result
 
-# Status colours: the screenshot test looks for these exact RGB values.
-COLOURS: Final = {
-    "expected": "#3cb44b",
-    "should-have-rejected": "#ff7f00",
-    "should-have-accepted": "#ffd92f",
-    "i-accepted": "#9ecae1",
-    "i-rejected": "#3182bd",
-    "wrong-data": "#b000d8",
-    "crash": "#e41a1c",
-    "timeout": "#202020",
-    "skipped": "#d0d0e6",
-}
-LABELS: Final = {
-    "expected": "expected",
-    "should-have-rejected": "accepted an n_ file",
-    "should-have-accepted": "rejected a y_ file",
-    "i-accepted": "i_ accepted",
-    "i-rejected": "i_ rejected",
-    "wrong-data": "wrong data returned",
-    "crash": "crash",
-    "timeout": "timeout",
-    "skipped": "not run",
-}
-SHORT: Final = {
-    "expected": "ok",
-    "should-have-rejected": "bad accept",
-    "should-have-accepted": "bad reject",
-    "i-accepted": "i acc.",
-    "i-rejected": "i rej.",
-    "wrong-data": "wrong data",
-    "crash": "crash",
-    "timeout": "timeout",
-    "skipped": "not run",
-}
+# Per status, from the status table: its colour, legend label and cell text.
+COLOURS: Final = {s.name: s.colour for s in STATUS_TABLE}
+LABELS: Final = {s.name: s.label for s in STATUS_TABLE}
+SHORT: Final = {s.name: s.short for s in STATUS_TABLE}
 _KIND: Final = {"y": "must accept (y_)", "n": "must reject (n_)", "i": "implementation-defined (i_)"}
 
 
