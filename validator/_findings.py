@@ -56,15 +56,8 @@ class Finding:
 
     def to_json(self) -> dict[str, Any]:
         """The finding as a JSON-ready dict (see ``spec/report.schema.json``)."""
-        return {
-            "rule": self.slug,
-            "code": self.code,
-            "severity": self.severity.value,
-            "offset": self.offset,
-            "tensor": self.tensor,
-            "json_path": self.json_path,
-            "message": self.message,
-        }
+        where = {"offset": self.offset, "tensor": self.tensor, "json_path": self.json_path}
+        return {"rule": self.slug, "code": self.code, "severity": self.severity.value, **where, "message": self.message}
 
 
 @dataclass(frozen=True)
@@ -177,11 +170,7 @@ class TensorTable(Mapping[str, TensorInfo]):
         ends: list[int],
         parse: Callable[[Any], tuple[str, tuple[int, ...]]],
     ) -> None:
-        self._index = index
-        self._kinds = kinds
-        self._begins = begins
-        self._ends = ends
-        self._parse = parse
+        self._index, self._kinds, self._begins, self._ends, self._parse = index, kinds, begins, ends, parse
 
     def __getitem__(self, name: str) -> TensorInfo:
         i = self._index[name]

@@ -30,11 +30,16 @@ def _version(impl: Impl) -> str:
     return impl.version or "?"
 
 
+def _counted(impls: Sequence[Impl], results: Sequence[Result]) -> tuple[dict[str, dict[str, int]], list[str]]:
+    """Each implementation's count of each status, and the statuses that occur."""
+    count = totals(results)
+    return count, [s for s in STATUSES if any(count.get(i.name, {}).get(s) for i in impls)]
+
+
 def render_markdown(impls: Sequence[Impl], cases: Sequence[Case], results: Sequence[Result], command: str) -> str:
     """The summary: totals per implementation and its most serious finding."""
-    count = totals(results)
+    count, shown = _counted(impls, results)
     bad = worst(results)
-    shown = [s for s in STATUSES if any(count.get(i.name, {}).get(s) for i in impls)]
     lines = [
         "# Conformance results",
         "",
@@ -147,8 +152,7 @@ def render_html(
     """The self-contained results page."""
     esc = html.escape
     by_key = {(r.impl, r.file): r for r in results}
-    count = totals(results)
-    shown = [s for s in STATUSES if any(count.get(i.name, {}).get(s) for i in impls)]
+    count, shown = _counted(impls, results)
     out = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',

@@ -29,11 +29,7 @@ from validator._rules import rule as lookup_rule
 from validator.testing.corrupt_base import MAX_HEADER
 from validator.testing.corrupt_entries import ENTRY_CORRUPTIONS
 from validator.testing.corrupt_text import TEXT_CORRUPTIONS
-from validator.testing.files import (
-    U64_MAX,
-    tensor_dicts,
-    valid_files,
-)
+from validator.testing.files import U64_MAX, tensor_dicts, valid_files
 
 if TYPE_CHECKING:
     from collections.abc import Callable

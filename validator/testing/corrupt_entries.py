@@ -21,14 +21,7 @@ from validator.testing.corrupt_base import (
     _pick,
     _shift_after,
 )
-from validator.testing.files import (
-    FIELDS,
-    U64_MAX,
-    EntryDraft,
-    _fill_unit,
-    metadata_dicts,
-    tensors,
-)
+from validator.testing.files import FIELDS, U64_MAX, EntryDraft, _fill_unit, metadata_dicts, tensors
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -8,24 +8,8 @@ from typing import TYPE_CHECKING, Final
 
 from hypothesis import strategies as st
 
-from validator.testing.corrupt_base import (
-    _SAFE_JSON,
-    MAX_DEPTH,
-    MAX_HEADER,
-    _base,
-    _case,
-    _nest,
-    _pick,
-)
-from validator.testing.files import (
-    FIELDS,
-    METADATA,
-    U64_MAX,
-    metadata_dicts,
-    tensor_names,
-    tensors,
-    valid_files,
-)
+from validator.testing.corrupt_base import _SAFE_JSON, MAX_DEPTH, MAX_HEADER, _base, _case, _nest, _pick
+from validator.testing.files import FIELDS, METADATA, U64_MAX, metadata_dicts, tensor_names, tensors, valid_files
 
 if TYPE_CHECKING:
     from collections.abc import Callable
