@@ -85,6 +85,7 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "slugs"),
     [
@@ -118,6 +119,7 @@ def test_sparse_terabyte_file_is_not_read(tmp_path: Path) -> None:
     assert int(result["peak_kb"]) - int(result["base_kb"]) < 50 * 1024  # type: ignore[call-overload]
 
 
+@pytest.mark.slow
 def test_many_repeated_findings_are_capped(tmp_path: Path) -> None:
     # 2 MB of duplicate tensor names whose entries are invalid: 600,000
     # findings of two rules.  The first 1000 of each are kept.

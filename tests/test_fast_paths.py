@@ -160,6 +160,7 @@ def _assert_same(blob: bytes) -> None:
         assert _report(blob, profile, canonical=True) == exact, blob
 
 
+@pytest.mark.slow
 def test_random_canonical_files_and_mutations_agree() -> None:
     rng = random.Random(7)
     fast = slow = 0

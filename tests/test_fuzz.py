@@ -412,6 +412,7 @@ def test_harness_runs_under_atheris(harness, tmp_path):
     assert not list(tmp_path.glob("crash-*"))
 
 
+@pytest.mark.slow
 @needs_atheris
 def test_stcheck_fuzz_prints_progress_and_totals(tmp_path):
     cmd = [
