@@ -49,7 +49,6 @@ _FLOAT_CLASSES: Final[Mapping[str, tuple[str, int, int, int]]] = {
     for d in TABLE
     if d.specials is not None
 }
-NO_SPECIAL_VALUES: Final = ("F4", "F6_E2M3", "F6_E3M2")
 BYTE_DTYPES: Final = frozenset({"U8", "I8", "BOOL"})
 
 # A trailing run of zeros this long is reported even when it does not cover
