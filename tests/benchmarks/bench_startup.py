@@ -11,7 +11,7 @@
 # interpreter plus its import, without numpy (which safe_open(..., "np")
 # loads).  Run as a script:
 #
-#     nice python tests/benchmarks/bench_startup.py [--pairs 30] [--tensors 200]
+#     nice python tests/benchmarks/bench_startup.py [--pairs 30] [--tensors 200] [--module]
 #
 # Not collected by pytest (the file name does not start with test_).
 from __future__ import annotations
@@ -57,8 +57,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--pairs", type=int, default=30)
     parser.add_argument("--tensors", type=int, default=200)
+    parser.add_argument(
+        "--module",
+        action="store_true",
+        help="run ours as `python -m validator` (the package PYTHONPATH finds) instead of the stcheck script",
+    )
     args = parser.parse_args()
-    stcheck = shutil.which("stcheck")
+    stcheck = None if args.module else shutil.which("stcheck")
     ours_argv = [stcheck] if stcheck else [sys.executable, "-m", "validator"]
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "model.safetensors"
@@ -81,7 +86,7 @@ def main() -> None:
             for name in order:
                 times[name].append(wall(commands[name]))
     ours = statistics.median(times[names[0]])
-    print(f"{args.pairs} paired runs, file of {args.tensors} tensors; wall time, medians")
+    print(f"ours: {' '.join(ours_argv)}; {args.pairs} paired runs, file of {args.tensors} tensors; wall time")
     print(f"{'command':34} {'median ms':>10} {'min ms':>8} {'ours / this':>12}")
     for name in names:
         med = statistics.median(times[name])
