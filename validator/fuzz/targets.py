@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 # engine's own -timeout is larger (the validator reads at most 8 + N bytes).
 TIME_LIMIT_S: Final = 10.0
 
+
 class InvariantError(AssertionError):
     """A fuzz target's invariant does not hold for an input."""
 
