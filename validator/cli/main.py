@@ -34,7 +34,7 @@ _COMMANDS: Final = {
     "rules": ("validator.cli.check", None),
     "fuzz": ("validator.cli.fuzz", "fuzz"),
     "scan": ("validator.cli.scan", "scan"),
-    "conformance": ("validator.cli.conformance", "test"),
+    "conformance": ("validator.cli.conformance", None),
 }
 
 
