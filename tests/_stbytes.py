@@ -1,10 +1,15 @@
-# Strategy: tiny builders for hand-made safetensors bytes, shared by the core
-# validator tests.  Every test states its bytes literally through these, so a
-# reader sees the defect; nothing here validates or normalises anything.
+# Strategy: the one builder of hand-made safetensors bytes, shared by every
+# test.  Every test states its bytes literally through these, so a reader
+# sees the defect; nothing here validates or normalises anything.  `st`
+# writes a header as given; `tensors_file` lays tensors out in order.
 from __future__ import annotations
 
 import json
 import struct
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
 
 
 def prefix(n: int) -> bytes:
@@ -18,17 +23,43 @@ def padded(header: str | bytes) -> bytes:
     return raw + b" " * (-len(raw) % 8)
 
 
-def st(header: str | bytes, data: bytes = b"", *, pad: bool = True, n: int | None = None) -> bytes:
-    """A file: prefix, header (space-padded to 8 unless pad=False), data."""
+def st(header: str | bytes | dict[str, Any], data: bytes = b"", *, pad: bool = True, n: int | None = None) -> bytes:
+    """A file: prefix (``n``, else the header's length), header (space-padded
+    to 8 unless pad=False; a dict is written as compact JSON), data."""
+    if isinstance(header, dict):
+        header = json.dumps(header, separators=(",", ":"))
     raw = header.encode() if isinstance(header, str) else header
     if pad:
         raw = padded(raw)
     return prefix(len(raw) if n is None else n) + raw + data
 
 
+def tensors_file(
+    tensors: Iterable[tuple[str, str, Sequence[int], bytes]], metadata: dict[str, str] | None = None, *, align: int = 8
+) -> bytes:
+    """A file of (name, dtype, shape, raw bytes) tensors laid out in the given
+    order, __metadata__ first when given; the header space-padded to ``align``."""
+    header: dict[str, object] = {} if metadata is None else {"__metadata__": metadata}
+    parts: list[bytes] = []
+    offset = 0
+    for name, dtype, shape, raw in tensors:
+        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [offset, offset + len(raw)]}
+        parts.append(raw)
+        offset += len(raw)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    return st(text + b" " * (-len(text) % max(align, 1)), b"".join(parts), pad=False)
+
+
 def entry(dtype: str = "F32", shape: tuple[int, ...] | list[int] = (1,), offsets: tuple[int, int] = (0, 4)) -> str:
     """One tensor entry as compact JSON."""
     return json.dumps({"dtype": dtype, "shape": list(shape), "data_offsets": list(offsets)}, separators=(",", ":"))
+
+
+def one_tensor(
+    extra: str = "", *, dtype: str = '"F32"', shape: str = "[1]", offsets: str = "[0,4]", name: str = "t"
+) -> str:
+    """A header of one tensor, its fields written as given (raw JSON text), ``extra`` after them."""
+    return '{"' + name + '":{"dtype":' + dtype + ',"shape":' + shape + ',"data_offsets":' + offsets + extra + "}}"
 
 
 def at(blob: bytes, marker: str | bytes, nth: int = 0) -> int:

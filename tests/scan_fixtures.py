@@ -1,34 +1,20 @@
-# Strategy: byte-exact builders for the scan tests.  Files are assembled by
-# hand (prefix, space-padded JSON header, data) so a test controls every
-# byte, including dtypes numpy cannot write and data the reference would
-# never produce.
+# Strategy: byte-exact files for the scan tests, built with _stbytes's
+# tensors_file (prefix, space-padded JSON header, data) so a test controls
+# every byte, including dtypes numpy cannot write and data the reference
+# would never produce.
 from __future__ import annotations
 
 import hashlib
 import io
-import json
 import os
 import pickle
 import struct
 import zipfile
 from pathlib import Path
 
+from _stbytes import tensors_file as build  # the scan tests' name for the one builder
+
 Tensor = tuple[str, str, list[int], bytes]
-
-
-def build(tensors: list[Tensor], metadata: dict[str, str] | None = None, *, align: int = 8) -> bytes:
-    """A safetensors file with the tensors laid out in the given order."""
-    header: dict[str, object] = {}
-    if metadata is not None:
-        header["__metadata__"] = metadata
-    offset = 0
-    for name, dtype, shape, data in tensors:
-        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + len(data)]}
-        offset += len(data)
-    text = json.dumps(header, separators=(",", ":")).encode()
-    if align > 1:
-        text += b" " * (-len(text) % align)
-    return struct.pack("<Q", len(text)) + text + b"".join(t[3] for t in tensors)
 
 
 def write(path: Path, data: bytes) -> Path:

@@ -381,6 +381,7 @@ def _screenshot(page, out, size):
     assert out.exists(), "chromium wrote no screenshot"
 
 
+@pytest.mark.slow
 def test_screenshot_shows_the_statuses_in_proportion(tmp_path):
     # A synthetic matrix with known counts: 3 implementations x 24 files.
     names = [f"{k}_case_{i:02d}.safetensors" for k, n in (("y", 10), ("n", 10), ("i", 4)) for i in range(n)]
@@ -460,6 +461,7 @@ def test_committed_page_shows_what_results_jsonl_says():
     assert "stcheck conformance --out corpus/results" in summary
 
 
+@pytest.mark.slow
 def test_committed_page_renders(tmp_path):
     shot = tmp_path / "committed.png"
     _screenshot(RESULTS / "results.html", shot, (1500, 1100))

@@ -14,9 +14,9 @@ import random
 import struct
 
 import pytest
-from test_bad_input import PATHOLOGICAL, VALID
-from test_reference_agreement import TABLE
-from test_rules import CASES
+from bad_input_cases import PATHOLOGICAL, VALID
+from reference_cases import TABLE
+from rule_cases import CASES
 
 import validator
 from validator import _header, _validate
@@ -160,6 +160,7 @@ def _assert_same(blob: bytes) -> None:
         assert _report(blob, profile, canonical=True) == exact, blob
 
 
+@pytest.mark.slow
 def test_random_canonical_files_and_mutations_agree() -> None:
     rng = random.Random(7)
     fast = slow = 0

@@ -25,7 +25,7 @@ from validator.fuzz import supervisor as _fuzz_runner
 from validator.fuzz import targets as _fuzz_targets
 from validator.fuzz.mutator import byte_mutate, mutate
 from validator.fuzz.seeds import build, dictionary_text, seed_files
-from validator.fuzz.targets import TARGETS, InvariantError, known_issue
+from validator.fuzz.targets import TARGETS, InvariantError
 
 ROOT = Path(__file__).resolve().parent.parent
 FUZZ = ROOT / "fuzz"
@@ -40,7 +40,6 @@ NAIVE = "fuzz.examples.naive_loader:load"
 def _env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH", "")]))
-    env.pop(_fuzz_targets.ENV_SKIP_KNOWN, None)
     env.update(extra)
     return env
 
@@ -137,18 +136,6 @@ def test_every_regression_has_a_one_line_reproducer():
         assert cmd.endswith(str(path.relative_to(ROOT)))
 
 
-def test_known_issue_filter_steps_around_listed_bugs_only_when_asked(monkeypatch):
-    hole = seed_files()["n_layout_hole.safetensors"]
-    assert known_issue(hole) is None  # nothing is open now
-    monkeypatch.setitem(_fuzz_targets.KNOWN_ISSUES, "demo", lambda data: data == hole)
-    monkeypatch.setattr(_fuzz_targets, "LOAD", lambda data: {})  # a loader that accepts everything
-    assert known_issue(hole) == "demo"
-    with pytest.raises(InvariantError):
-        _fuzz_targets.target_loader(hole)  # pytest replays never skip
-    monkeypatch.setenv(_fuzz_targets.ENV_SKIP_KNOWN, "1")
-    _fuzz_targets.target_loader(hole)  # a campaign does
-
-
 # --- the targets can fail ----------------------------------------------------
 
 
@@ -217,8 +204,6 @@ def test_mutator_output_is_varied_bounded_and_never_raises():
     assert len(outputs) > 2700
     for i in range(1000):  # one generation from the seeds
         out = mutate(seeds[i % len(seeds)], 4096, i)
-        if known_issue(out):
-            continue  # an open validator bug (KNOWN_ISSUES) would raise here
         classes.add(validator.validate(out, profile="reference").reference_error)
         strict_valid += validator.is_valid(out)
     # structure-aware: past the JSON layer into layout errors, and back to valid files
@@ -420,13 +405,14 @@ def test_harness_runs_under_atheris(harness, tmp_path):
     if harness != "fuzz_hypothesis.py":
         args += [f"-dict={FUZZ / 'safetensors.dict'}", str(SEEDS)]
     proc = subprocess.run(
-        args, env=_env(**{_fuzz_targets.ENV_SKIP_KNOWN: "1"}), capture_output=True, text=True, timeout=120, check=False
+        args, env=_env(), capture_output=True, text=True, timeout=120, check=False
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "Done 300 runs" in proc.stderr
     assert not list(tmp_path.glob("crash-*"))
 
 
+@pytest.mark.slow
 @needs_atheris
 def test_stcheck_fuzz_prints_progress_and_totals(tmp_path):
     cmd = [

@@ -4,7 +4,6 @@
 # sub-byte policy, casts and the lazy import.
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -14,6 +13,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
+from _stbytes import tensors_file
 
 import validator
 from validator._dtypes import DTYPE_BITS, DTYPES
@@ -46,18 +46,7 @@ NUMPY_EXPECTED = {
 
 def build(entries: dict[str, tuple[str, list[int], bytes]], *, pad_to: int = 8, metadata: dict[str, str] | None = None) -> bytes:
     """A file with tensors in the given order; the header padded to ``pad_to``."""
-    header: dict[str, object] = {}
-    if metadata is not None:
-        header["__metadata__"] = metadata
-    offset = 0
-    data = b""
-    for name, (dtype, shape, raw) in entries.items():
-        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + len(raw)]}
-        offset += len(raw)
-        data += raw
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % pad_to)
-    return len(text).to_bytes(8, "little") + text + data
+    return tensors_file([(name, *spec) for name, spec in entries.items()], metadata, align=pad_to)
 
 
 def write(tmp_path, name: str, content: bytes) -> str:

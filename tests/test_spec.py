@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _stbytes import st
 from jsonschema import Draft202012Validator
 
 import validator
@@ -68,16 +69,6 @@ def entry(dtype: str = "U8", shape: Any = (1,), offsets: Any = (0, 1)) -> dict[s
     return {"dtype": dtype, "shape": list(shape), "data_offsets": list(offsets)}
 
 
-def build(header: dict[str, Any] | str | bytes, data: bytes = b"", *, pad: bool = True) -> bytes:
-    """A file: length prefix, header (space-padded to a multiple of 8), data."""
-    if isinstance(header, dict):
-        header = json.dumps(header, separators=(",", ":"))
-    raw = header.encode() if isinstance(header, str) else header
-    if pad:
-        raw += b" " * (-len(raw) % 8)
-    return struct.pack("<Q", len(raw)) + raw + data
-
-
 def data_len(header: dict[str, Any]) -> int:
     ends = [v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"]
     return max(ends, default=0)
@@ -118,7 +109,7 @@ def test_header_schema_accepts_valid_header(name: str, header_validator: Draft20
     header = VALID_HEADERS[name]
     assert list(header_validator.iter_errors(header)) == []
     # The strict validator agrees: the same header in a well-formed file is valid.
-    report = validator.validate(build(header, bytes(data_len(header))))
+    report = validator.validate(st(header, bytes(data_len(header))))
     assert report.valid, [f.format() for f in report.findings]
 
 
@@ -187,7 +178,7 @@ def test_header_schema_rejects_invalid_header(name: str, header_validator: Draft
     header = INVALID_HEADERS[name]
     assert not header_validator.is_valid(header)
     # The strict validator rejects the same header in an otherwise sound file.
-    blob = build(json.dumps(header, separators=(",", ":")), b"\0" * 2)
+    blob = st(json.dumps(header, separators=(",", ":")), b"\0" * 2)
     assert not validator.validate(blob).valid
 
 
@@ -208,7 +199,7 @@ SCHEMA_BLIND_SPOTS: dict[str, tuple[str, str]] = {
 def test_header_schema_blind_spots_are_caught_by_the_validator(name: str, header_validator: Draft202012Validator) -> None:
     text, code = SCHEMA_BLIND_SPOTS[name]
     assert header_validator.is_valid(json.loads(text))
-    report = validator.validate(build(text, b"\0" * 2))
+    report = validator.validate(st(text, b"\0" * 2))
     assert code in [f.code for f in report.errors]
 
 
@@ -330,14 +321,14 @@ def _file_report_validator(report_schema: dict[str, Any]) -> Draft202012Validato
 def sample_files(tmp_path: Path) -> dict[str, Path]:
     header = {"__metadata__": {"format": "pt"}, "w": entry("F32", (2,), (0, 8)), "b": entry("U8", (3,), (8, 11))}
     files = {
-        "valid_two_tensors": build(header, bytes(11)),
-        "valid_empty": build({}),
-        "warn_unaligned_header": build({"a": entry("F32", (1,), (0, 4))}, bytes(4), pad=False),
-        "invalid_trailing_bytes": build(header, bytes(12)),
-        "invalid_json_syntax": build('{"a":}'),
+        "valid_two_tensors": st(header, bytes(11)),
+        "valid_empty": st({}),
+        "warn_unaligned_header": st({"a": entry("F32", (1,), (0, 4))}, bytes(4), pad=False),
+        "invalid_trailing_bytes": st(header, bytes(12)),
+        "invalid_json_syntax": st('{"a":}'),
         "invalid_file_too_small": b"\x01\x00",
-        "invalid_duplicate_key": build('{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}', b"\0"),
-        "invalid_suspicious_name_and_hole": build({"": entry(offsets=(1, 2))}, b"\0\0"),
+        "invalid_duplicate_key": st('{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}', b"\0"),
+        "invalid_suspicious_name_and_hole": st({"": entry(offsets=(1, 2))}, b"\0\0"),
     }
     paths = {}
     for name, blob in files.items():
@@ -382,7 +373,7 @@ def test_inspect_json_output_validates_against_file_report(name: str, sample_fil
 
 
 def test_report_schema_rejects_malformed_reports(report_schema: dict[str, Any]) -> None:
-    good = validator.validate(build({"a": entry()}, b"\0\0")).to_json()
+    good = validator.validate(st({"a": entry()}, b"\0\0")).to_json()
     check = _file_report_validator(report_schema)
     assert check.is_valid(good)
     assert good["findings"], "the sample must hold a finding"
@@ -414,13 +405,13 @@ _E = '"dtype":"U8","shape":[1],"data_offsets":[0,1]'
 # One file per row of the Deviations table: accepted by the reference,
 # valid under the reference profile, and an error of that rule under strict.
 DEVIATIONS: dict[str, bytes] = {
-    "header-leading-bytes": build("\n{}", pad=False),
-    "header-padding": build("{}\t\r\n", pad=False),
-    "duplicate-key": build('{"a":{' + _E + '},"a":{' + _E + '},"__metadata__":{"k":"1","k":"2"}}', b"\0"),
-    "metadata-null": build('{"__metadata__":null}'),
-    "tensor-entry-array": build('{"t":["U8",[1],[0,1]]}', b"\0"),
-    "tensor-field-unknown": build('{"t":{' + _E + ',"extra":[1,{"x":null}]}}', b"\0"),
-    "dtype-not-string": build('{"t":{"dtype":{"U8":null},"shape":[1],"data_offsets":[0,1]}}', b"\0"),
+    "header-leading-bytes": st("\n{}", pad=False),
+    "header-padding": st("{}\t\r\n", pad=False),
+    "duplicate-key": st('{"a":{' + _E + '},"a":{' + _E + '},"__metadata__":{"k":"1","k":"2"}}', b"\0"),
+    "metadata-null": st('{"__metadata__":null}'),
+    "tensor-entry-array": st('{"t":["U8",[1],[0,1]]}', b"\0"),
+    "tensor-field-unknown": st('{"t":{' + _E + ',"extra":[1,{"x":null}]}}', b"\0"),
+    "dtype-not-string": st('{"t":{"dtype":{"U8":null},"shape":[1],"data_offsets":[0,1]}}', b"\0"),
 }
 
 
@@ -453,24 +444,24 @@ def test_deviation_is_accepted_by_reference_and_rejected_by_strict(slug: str) ->
 def _nested(levels_inside_entry: int) -> bytes:
     # Top-level object (1) + entry object (2) + arrays in an ignored field.
     deep = "[" * levels_inside_entry + "]" * levels_inside_entry
-    return build('{"t":{' + _E + ',"x":' + deep + "}}", b"\0")
+    return st('{"t":{' + _E + ',"x":' + deep + "}}", b"\0")
 
 
 # The reference's rejections that SPEC.md documents (JSON limits and the
 # number model), with the rule stcheck reports under both profiles.
 REFERENCE_REJECTS: dict[str, tuple[bytes, str]] = {
     "depth_128_levels": (_nested(126), "json-depth"),
-    "shape_minus_zero": (build('{"t":{"dtype":"U8","shape":[-0],"data_offsets":[0,0]}}'), "shape-invalid"),
-    "shape_1_0": (build('{"t":{"dtype":"U8","shape":[1.0],"data_offsets":[0,1]}}', b"\0"), "shape-invalid"),
-    "shape_1e0": (build('{"t":{"dtype":"U8","shape":[1e0],"data_offsets":[0,1]}}', b"\0"), "shape-invalid"),
-    "shape_2_pow_64": (build('{"t":{"dtype":"U8","shape":[18446744073709551616],"data_offsets":[0,1]}}', b"\0"), "shape-invalid"),
-    "offsets_1_0": (build('{"t":{"dtype":"U8","shape":[1],"data_offsets":[0,1.0]}}', b"\0"), "offsets-invalid"),
-    "float_overflow_in_ignored_field": (build('{"t":{' + _E + ',"x":1e400}}', b"\0"), "json-number"),
-    "nan_in_ignored_field": (build('{"t":{' + _E + ',"x":NaN}}', b"\0"), "json-number"),
-    "lone_surrogate": (build('{"__metadata__":{"a":"\\ud800"}}'), "json-string"),
-    "nul_padding": (build(b"{}\0", pad=False), "header-trailing-bytes"),
-    "duplicate_field_in_entry": (build('{"t":{"dtype":"U8",' + _E + "}}", b"\0"), "duplicate-field"),
-    "duplicate_metadata_field": (build('{"__metadata__":{},"__metadata__":{}}'), "duplicate-field"),
+    "shape_minus_zero": (st('{"t":{"dtype":"U8","shape":[-0],"data_offsets":[0,0]}}'), "shape-invalid"),
+    "shape_1_0": (st('{"t":{"dtype":"U8","shape":[1.0],"data_offsets":[0,1]}}', b"\0"), "shape-invalid"),
+    "shape_1e0": (st('{"t":{"dtype":"U8","shape":[1e0],"data_offsets":[0,1]}}', b"\0"), "shape-invalid"),
+    "shape_2_pow_64": (st('{"t":{"dtype":"U8","shape":[18446744073709551616],"data_offsets":[0,1]}}', b"\0"), "shape-invalid"),
+    "offsets_1_0": (st('{"t":{"dtype":"U8","shape":[1],"data_offsets":[0,1.0]}}', b"\0"), "offsets-invalid"),
+    "float_overflow_in_ignored_field": (st('{"t":{' + _E + ',"x":1e400}}', b"\0"), "json-number"),
+    "nan_in_ignored_field": (st('{"t":{' + _E + ',"x":NaN}}', b"\0"), "json-number"),
+    "lone_surrogate": (st('{"__metadata__":{"a":"\\ud800"}}'), "json-string"),
+    "nul_padding": (st(b"{}\0", pad=False), "header-trailing-bytes"),
+    "duplicate_field_in_entry": (st('{"t":{"dtype":"U8",' + _E + "}}", b"\0"), "duplicate-field"),
+    "duplicate_metadata_field": (st('{"__metadata__":{},"__metadata__":{}}'), "duplicate-field"),
 }
 
 

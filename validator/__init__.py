@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from validator._dtypes import DTYPE_BITS, DTYPES
 from validator._errors import (
     DeviceError,
@@ -21,6 +23,11 @@ from validator._errors import (
 from validator._findings import Finding, Report, TensorInfo
 from validator._rules import REFERENCE_ERRORS, RULES, Profile, Rule, Severity, rule
 from validator._validate import ensure_valid, is_valid, validate
+
+if TYPE_CHECKING:  # the lazy exports below, typed for users' type checkers
+    from validator.io.index import open_index, validate_index
+    from validator.io.loader import open_file as open  # noqa: A004 - `validator.open` is the public name
+    from validator.io.writer import save
 
 __version__ = "0.1.0"
 
@@ -54,7 +61,8 @@ __all__ = [
 ]
 
 # The loader, writer and index checker import numpy/torch when used; they are
-# imported on first attribute access so that `import validator` stays light.
+# imported on first attribute access so that `import validator` stays light
+# (type checkers see them through the TYPE_CHECKING imports above).
 _LAZY = {
     "open": ("validator.io.loader", "open_file"),
     "save": ("validator.io.writer", "save"),

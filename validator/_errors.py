@@ -7,8 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from validator._findings import Report
-    from validator.io.index import IndexReport
+    from validator._findings import Finding, Report, ReportBase
 
 
 class StcheckError(Exception):
@@ -27,12 +26,7 @@ class InvalidFileError(StcheckError):
 
     def __init__(self, report: Report) -> None:
         self.report = report
-        first = report.first_error
-        where = report.path or "<bytes>"
-        detail = first.format(where) if first is not None else where
-        count = len(report.errors)
-        more = f" (and {count - 1} more)" if count > 1 else ""
-        super().__init__(f"invalid safetensors file: {detail}{more}")
+        super().__init__(_summary("invalid safetensors file", report))
 
 
 class LoadError(StcheckError):
@@ -58,10 +52,16 @@ class WriteError(StcheckError):
 class InvalidIndexError(StcheckError):
     """A sharded checkpoint's index failed validation; ``report`` holds the findings."""
 
-    def __init__(self, report: IndexReport) -> None:
-        self.report = report
-        first = report.first_error
-        detail = first.format(report.path) if first is not None else report.path
-        count = len(report.errors)
-        more = f" (and {count - 1} more)" if count > 1 else ""
-        super().__init__(f"invalid sharded checkpoint: {detail}{more}")
+    def __init__(self, report: ReportBase[Finding]) -> None:
+        self.report = report  # a validator.io.index.IndexReport
+        super().__init__(_summary("invalid sharded checkpoint", report))
+
+
+def _summary(what: str, report: ReportBase[Finding]) -> str:
+    """``what: path:offset: CODE slug message (and N more)``."""
+    where = report.path or "<bytes>"
+    first = report.first_error
+    detail = first.format(where) if first is not None else where
+    count = len(report.errors)
+    more = f" (and {count - 1} more)" if count > 1 else ""
+    return f"{what}: {detail}{more}"

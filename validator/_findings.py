@@ -1,17 +1,20 @@
 # Strategy: the value types that cross the public boundary.  A Finding is one
 # problem at one place; a Report is everything one validation learned.  Both
-# are frozen so they can be shared, hashed and compared in tests.
+# are frozen so they can be shared and compared in tests; a Finding is also
+# hashable, a Report is not (it holds mappings).  ReportBase is what every
+# report type (Report, the index's IndexReport, the scan's FileResult)
+# derives from its findings: valid, errors, warnings and first_error.
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from validator._dtypes import DTYPE_BITS
 from validator._rules import Profile, Rule, Severity
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Iterator, Sequence
 
 
 @dataclass(frozen=True)
@@ -19,8 +22,9 @@ class Finding:
     """One problem found in a file.
 
     ``offset`` is the absolute byte offset in the file (for a JSON problem, the
-    offset of the offending token; for a layout problem, the offset in the
-    data region), or None where no single place applies.  ``json_path`` is a
+    offset of the offending token; for a layout problem, where the tensor's
+    bytes begin or end: 8 + N + the data offset), or None where no single
+    place applies.  ``json_path`` is a
     JSON Pointer into the header where the problem sits in the header.
     """
 
@@ -52,15 +56,8 @@ class Finding:
 
     def to_json(self) -> dict[str, Any]:
         """The finding as a JSON-ready dict (see ``spec/report.schema.json``)."""
-        return {
-            "rule": self.slug,
-            "code": self.code,
-            "severity": self.severity.value,
-            "offset": self.offset,
-            "tensor": self.tensor,
-            "json_path": self.json_path,
-            "message": self.message,
-        }
+        where = {"offset": self.offset, "tensor": self.tensor, "json_path": self.json_path}
+        return {"rule": self.slug, "code": self.code, "severity": self.severity.value, **where, "message": self.message}
 
 
 @dataclass(frozen=True)
@@ -104,13 +101,63 @@ class TensorInfo:
         return {"dtype": self.dtype, "shape": list(self.shape), "data_offsets": list(self.data_offsets)}
 
 
+class _Severe(Protocol):
+    @property
+    def severity(self) -> Severity: ...
+
+
+F_co = TypeVar("F_co", bound=_Severe, covariant=True)
+
+
+class ReportBase(Generic[F_co]):
+    """What a report derives from its ``findings`` (anything with a ``severity``).
+
+    Each report type keeps its findings in check order and names where it
+    came from in ``path``.
+    """
+
+    __slots__ = ()
+
+    if TYPE_CHECKING:
+
+        @property
+        def findings(self) -> Sequence[F_co]: ...
+
+        @property
+        def path(self) -> str | None: ...
+
+    @property
+    def valid(self) -> bool:
+        """True when no finding is an error."""
+        return self.first_error is None
+
+    @property
+    def errors(self) -> tuple[F_co, ...]:
+        """The error findings, in check order."""
+        return tuple(f for f in self.findings if f.severity is Severity.ERROR)
+
+    @property
+    def warnings(self) -> tuple[F_co, ...]:
+        """The warning findings, in check order."""
+        return tuple(f for f in self.findings if f.severity is Severity.WARNING)
+
+    @property
+    def first_error(self) -> F_co | None:
+        """The first error in check order, or None."""
+        return next((f for f in self.findings if f.severity is Severity.ERROR), None)
+
+
+def _as_is(kind: tuple[str, tuple[int, ...]]) -> tuple[str, tuple[int, ...]]:
+    return kind
+
+
 class TensorTable(Mapping[str, TensorInfo]):
     """A read-only name -> TensorInfo mapping over column lists.
 
-    The canonical fast path leaves a header as columns; a TensorInfo is made
-    only when asked for, so a 100,000-tensor report costs no per-tensor
-    objects until it is read.  ``parse`` turns a kind column value into
-    dtype and shape.
+    This is the type of every ``Report.tensors``.  The canonical fast path
+    leaves a header as columns; a TensorInfo is made only when asked for, so
+    a 100,000-tensor report costs no per-tensor objects until it is read.
+    ``parse`` turns a kind column value into dtype and shape.
     """
 
     __slots__ = ("_begins", "_ends", "_index", "_kinds", "_parse")
@@ -123,11 +170,7 @@ class TensorTable(Mapping[str, TensorInfo]):
         ends: list[int],
         parse: Callable[[Any], tuple[str, tuple[int, ...]]],
     ) -> None:
-        self._index = index
-        self._kinds = kinds
-        self._begins = begins
-        self._ends = ends
-        self._parse = parse
+        self._index, self._kinds, self._begins, self._ends, self._parse = index, kinds, begins, ends, parse
 
     def __getitem__(self, name: str) -> TensorInfo:
         i = self._index[name]
@@ -146,15 +189,31 @@ class TensorTable(Mapping[str, TensorInfo]):
     def __repr__(self) -> str:
         return repr(dict(self.items()))
 
+    @classmethod
+    def of(cls, infos: Mapping[str, TensorInfo]) -> TensorTable:
+        """The table of a name -> TensorInfo mapping (in its order)."""
+        index: dict[str, int] = {}
+        kinds: list[tuple[str, tuple[int, ...]]] = []
+        begins: list[int] = []
+        ends: list[int] = []
+        for name, info in infos.items():
+            index[name] = len(kinds)
+            kinds.append((info.dtype, info.shape))
+            begins.append(info.data_offsets[0])
+            ends.append(info.data_offsets[1])
+        return cls(index, kinds, begins, ends, _as_is)
+
 
 @dataclass(frozen=True)
-class Report:
+class Report(ReportBase[Finding]):
     """The result of validating one file.
 
     ``findings`` are in check order: for the ``reference`` profile the first
     error is the one safetensors 0.8.0 raises.  ``tensors`` (name to entry,
     last definition winning, as in the reference) and ``metadata`` are set when
     the header parsed; entries that failed their own checks are left out.
+    ``tensors`` is a read-only :class:`TensorTable` whatever mapping it was
+    given.
     """
 
     profile: Profile
@@ -167,25 +226,9 @@ class Report:
     suppressed: int = 0
     """Findings not kept because a rule fired more than 1000 times."""
 
-    @property
-    def valid(self) -> bool:
-        """True when no finding is an error."""
-        return not any(f.severity is Severity.ERROR for f in self.findings)
-
-    @property
-    def errors(self) -> tuple[Finding, ...]:
-        """The error findings, in check order."""
-        return tuple(f for f in self.findings if f.severity is Severity.ERROR)
-
-    @property
-    def warnings(self) -> tuple[Finding, ...]:
-        """The warning findings, in check order."""
-        return tuple(f for f in self.findings if f.severity is Severity.WARNING)
-
-    @property
-    def first_error(self) -> Finding | None:
-        """The first error in check order, or None."""
-        return next((f for f in self.findings if f.severity is Severity.ERROR), None)
+    def __post_init__(self) -> None:
+        if self.tensors is not None and not isinstance(self.tensors, TensorTable):
+            object.__setattr__(self, "tensors", TensorTable.of(self.tensors))
 
     @property
     def reference_error(self) -> str | None:

@@ -8,13 +8,13 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from validator import __version__
 from validator._errors import SourceError
 from validator._rules import RULES, Profile
 from validator._validate import validate
-from validator.cli.main import EXIT_ERROR, EXIT_INVALID, EXIT_OK
+from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
 
 if TYPE_CHECKING:
     import argparse
@@ -59,11 +59,6 @@ def iter_files(paths: list[str], errors: list[str]) -> Iterator[str]:
             errors.append(f"{path}: no such file or directory")
 
 
-def report_json(report: Report) -> dict[str, Any]:
-    """One file's entry in the JSON output."""
-    return report.to_json()
-
-
 def run_check(args: argparse.Namespace) -> int:
     errors: list[str] = []
     reports: list[Report] = []
@@ -98,7 +93,7 @@ def run_check(args: argparse.Namespace) -> int:
             "tool": "stcheck",
             "version": __version__,
             "profile": args.profile,
-            "files": [report_json(r) for r in reports],
+            "files": [r.to_json() for r in reports],
             "summary": {
                 "files": len(reports),
                 "valid": len(reports) - invalid,
@@ -137,7 +132,7 @@ def run_inspect(args: argparse.Namespace) -> int:
         print(f"stcheck: {exc}", file=sys.stderr)
         return EXIT_ERROR
     if args.format == "json":
-        json.dump(report_json(report), sys.stdout, indent=2)
+        json.dump(report.to_json(), sys.stdout, indent=2)
         sys.stdout.write("\n")
         return EXIT_OK if report.valid else EXIT_INVALID
     print(f"{args.path}: {report.file_size} bytes, header {report.header_size} bytes")

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from validator.cli.main import EXIT_ERROR, EXIT_INVALID, EXIT_OK
+from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
 from validator.conformance.harness import (
     FAILING,
     SEVERITY,
@@ -88,8 +88,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _command_line(args: argparse.Namespace) -> str:
     parts = ["stcheck", "conformance"]
-    if args.ext:
-        parts.insert(0, f"STCHECK_EXT={args.ext}")
+    if args.corpus:
+        parts += ["--corpus", args.corpus]
+    if args.impl:
+        parts += ["--impl", args.impl]
     for name in args.only:
         parts += ["--only", name]
     for glob in args.files:
@@ -98,7 +100,8 @@ def _command_line(args: argparse.Namespace) -> str:
         parts.append("--large")
     if args.out:
         parts += ["--out", args.out]
-    return " ".join(shlex.quote(p) if "=" not in p else p for p in parts)
+    env = f"STCHECK_EXT={shlex.quote(args.ext)} " if args.ext else ""
+    return env + " ".join(shlex.quote(p) for p in parts)
 
 
 def run(args: argparse.Namespace) -> int:

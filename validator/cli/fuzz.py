@@ -14,9 +14,9 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from validator.cli.main import EXIT_ERROR, EXIT_INVALID, EXIT_OK
+from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
 from validator.fuzz.harness import ALL_TARGETS, HYPOTHESIS, LOADER_UNDER_TEST
-from validator.fuzz.targets import ENV_SKIP_KNOWN, TARGETS
+from validator.fuzz.targets import TARGETS
 
 if TYPE_CHECKING:
     import argparse
@@ -58,11 +58,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--max-len", type=int, default=16384, help="largest input in bytes (default 16384)")
     p.add_argument("--max-findings", type=int, default=10, help="stop after this many distinct findings (default 10)")
     p.add_argument("--interval", type=float, default=10.0, help="seconds between progress lines (default 10)")
-    p.add_argument(
-        "--no-skip-known",
-        action="store_true",
-        help="do not step around the known validator bugs listed in _fuzz_targets.KNOWN_ISSUES",
-    )
     p.add_argument(
         "--engine-arg",
         action="append",
@@ -234,7 +229,7 @@ def run(args: argparse.Namespace) -> int:
             max_len=args.max_len,
             max_findings=args.max_findings,
             interval_s=args.interval,
-            env={**env, **({} if args.no_skip_known else {ENV_SKIP_KNOWN: "1"})},
+            env=env,
             engine_args=tuple(args.engine_arg),
         )
         summary = run_campaign(config, out=lambda s: print(s, flush=True))

@@ -1,9 +1,16 @@
-# Strategy: the command line.  Sub-commands are registered in _COMMANDS as
-# (name, module) and imported only when chosen, so `stcheck check` starts
-# without importing numpy or torch.  Every sub-command module provides
-# `register(subparsers)` and `run(args) -> int`.
+# Strategy: the command line.  The first argument names the subcommand, and
+# only that subcommand's module is imported (so `stcheck check` imports
+# neither the scanner, the fuzzer, the conformance harness, numpy nor
+# multiprocessing); `--help`, `--version` or an unknown name import them all
+# to list them.  Every subcommand module provides `register(subparsers)`,
+# which sets `run(args) -> int` as the parser default.
 #
-# Exit codes: 0 every file valid, 1 some file invalid, 2 usage or I/O error.
+# A subcommand whose optional extra is missing is still listed; choosing it
+# prints one line naming the package and the extra, and exits 2.  Any other
+# ImportError is a bug in stcheck and is not hidden.
+#
+# Exit codes (validator.cli._common): 0 every file valid, 1 some file
+# invalid, 2 usage or I/O error.
 from __future__ import annotations
 
 import argparse
@@ -11,28 +18,47 @@ import importlib
 import sys
 from typing import TYPE_CHECKING, Final
 
+from validator import __version__
+from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from types import ModuleType
 
-EXIT_OK: Final = 0
-EXIT_INVALID: Final = 1
-EXIT_ERROR: Final = 2
+__all__ = ["EXIT_ERROR", "EXIT_INVALID", "EXIT_OK", "build_parser", "main"]
 
-# name -> module providing register() and run()
-_COMMANDS: Final = (
-    ("check", "validator.cli.check"),
-    ("inspect", "validator.cli.check"),
-    ("rules", "validator.cli.check"),
-    ("fuzz", "validator.cli.fuzz"),
-    ("scan", "validator.cli.scan"),
-    ("conformance", "validator.cli.conformance"),
-)
+# subcommand -> (module providing register(), the extra that installs what it needs)
+_COMMANDS: Final = {
+    "check": ("validator.cli.check", None),
+    "inspect": ("validator.cli.check", None),
+    "rules": ("validator.cli.check", None),
+    "fuzz": ("validator.cli.fuzz", "fuzz"),
+    "scan": ("validator.cli.scan", "scan"),
+    "conformance": ("validator.cli.conformance", None),
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every sub-command registered."""
-    from validator import __version__  # noqa: PLC0415 - avoids an import cycle with validator/__init__
+class _MissingExtraError(Exception):
+    """A subcommand's module needs a third-party package that is not installed."""
 
+    def __init__(self, command: str, package: str, extra: str | None) -> None:
+        how = f"pip install 'stcheck[{extra}]'" if extra else f"pip install {package}"
+        super().__init__(f"`stcheck {command}` needs the package {package!r}, which is not installed ({how})")
+
+
+def _load(command: str) -> ModuleType:
+    module_name, extra = _COMMANDS[command]
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        missing = exc.name or ""
+        if not missing or missing.partition(".")[0] == "validator":
+            raise  # stcheck itself is broken: show it
+        raise _MissingExtraError(command, missing.partition(".")[0], extra) from exc
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser: with only ``command``'s module registered, or every subcommand."""
     parser = argparse.ArgumentParser(
         prog="stcheck",
         description="Validate, inspect, scan, fuzz and conformance-test safetensors files.",
@@ -40,25 +66,36 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"stcheck {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    seen: set[str] = set()
-    for _name, module_name in _COMMANDS:
-        if module_name in seen:
+    registered: set[str] = set()
+    for name in _COMMANDS if command is None else (command,):
+        module_name = _COMMANDS[name][0]
+        if module_name in registered:
             continue
-        seen.add(module_name)
+        registered.add(module_name)
         try:
-            module = importlib.import_module(module_name)
-        except ImportError:  # an optional command whose extra is missing
+            module = _load(name)
+        except _MissingExtraError as exc:
+            if command is not None:
+                raise
+            sub.add_parser(name, help=f"unavailable: {exc}")  # listed; choosing it goes through _load again
             continue
         module.register(sub)
     return parser
 
 
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code."""
-    parser = build_parser()
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    # Only the top-level parser's own options (-h, --version) can come before
+    # the subcommand's name, and they list everything anyway.
+    command = arguments[0] if arguments and arguments[0] in _COMMANDS else None
     try:
-        args = parser.parse_args(argv)
+        parser = build_parser(command)
+    except _MissingExtraError as exc:
+        print(f"stcheck: {exc}", file=sys.stderr)  # noqa: T201 - the CLI talks to its terminal
+        return EXIT_ERROR
+    try:
+        args = parser.parse_args(arguments)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code) if isinstance(exc.code, int) else EXIT_ERROR
     if not getattr(args, "command", None):

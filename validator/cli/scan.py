@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from validator._errors import SourceError
 from validator._rules import Profile, Severity
-from validator.cli.main import EXIT_ERROR, EXIT_INVALID, EXIT_OK
+from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
 from validator.scan.engine import (
     DEFAULT_CHUNK,
     Job,

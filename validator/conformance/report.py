@@ -10,47 +10,17 @@ import html
 import json
 from typing import TYPE_CHECKING, Final
 
-from validator.conformance.harness import SEVERITY, STATUSES, totals, worst
+from validator.conformance.model import SEVERITY, STATUS_TABLE, STATUSES, totals, worst
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from validator.conformance.harness import Case, Impl, Result
+    from validator.conformance.model import Case, Impl, Result
 
-# Status colours: the screenshot test looks for these exact RGB values.
-COLOURS: Final = {
-    "expected": "#3cb44b",
-    "should-have-rejected": "#ff7f00",
-    "should-have-accepted": "#ffd92f",
-    "i-accepted": "#9ecae1",
-    "i-rejected": "#3182bd",
-    "wrong-data": "#b000d8",
-    "crash": "#e41a1c",
-    "timeout": "#202020",
-    "skipped": "#d0d0e6",
-}
-LABELS: Final = {
-    "expected": "expected",
-    "should-have-rejected": "accepted an n_ file",
-    "should-have-accepted": "rejected a y_ file",
-    "i-accepted": "i_ accepted",
-    "i-rejected": "i_ rejected",
-    "wrong-data": "wrong data returned",
-    "crash": "crash",
-    "timeout": "timeout",
-    "skipped": "not run",
-}
-SHORT: Final = {
-    "expected": "ok",
-    "should-have-rejected": "bad accept",
-    "should-have-accepted": "bad reject",
-    "i-accepted": "i acc.",
-    "i-rejected": "i rej.",
-    "wrong-data": "wrong data",
-    "crash": "crash",
-    "timeout": "timeout",
-    "skipped": "not run",
-}
+# Per status, from the status table: its colour, legend label and cell text.
+COLOURS: Final = {s.name: s.colour for s in STATUS_TABLE}
+LABELS: Final = {s.name: s.label for s in STATUS_TABLE}
+SHORT: Final = {s.name: s.short for s in STATUS_TABLE}
 _KIND: Final = {"y": "must accept (y_)", "n": "must reject (n_)", "i": "implementation-defined (i_)"}
 
 
@@ -60,11 +30,16 @@ def _version(impl: Impl) -> str:
     return impl.version or "?"
 
 
+def _counted(impls: Sequence[Impl], results: Sequence[Result]) -> tuple[dict[str, dict[str, int]], list[str]]:
+    """Each implementation's count of each status, and the statuses that occur."""
+    count = totals(results)
+    return count, [s for s in STATUSES if any(count.get(i.name, {}).get(s) for i in impls)]
+
+
 def render_markdown(impls: Sequence[Impl], cases: Sequence[Case], results: Sequence[Result], command: str) -> str:
     """The summary: totals per implementation and its most serious finding."""
-    count = totals(results)
+    count, shown = _counted(impls, results)
     bad = worst(results)
-    shown = [s for s in STATUSES if any(count.get(i.name, {}).get(s) for i in impls)]
     lines = [
         "# Conformance results",
         "",
@@ -177,8 +152,7 @@ def render_html(
     """The self-contained results page."""
     esc = html.escape
     by_key = {(r.impl, r.file): r for r in results}
-    count = totals(results)
-    shown = [s for s in STATUSES if any(count.get(i.name, {}).get(s) for i in impls)]
+    count, shown = _counted(impls, results)
     out = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',

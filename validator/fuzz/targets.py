@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import struct
 import time
 from typing import TYPE_CHECKING, Any, Final
@@ -42,27 +41,6 @@ if TYPE_CHECKING:
 # A single input that takes longer than this is a finding even where the
 # engine's own -timeout is larger (the validator reads at most 8 + N bytes).
 TIME_LIMIT_S: Final = 10.0
-
-# Known validator bugs that a campaign can step around until they are fixed
-# (--skip-known, on by default in campaigns; never in pytest replays).  Each
-# has a regression under corpus/regressions/ whose replay test is marked
-# xfail(strict=True) with the same reason.  Remove an entry once it is fixed.
-#
-# Empty now: the bugs it held (json-string-backtracking, canonical-metadata-
-# recursion, canonical-float-numbers) are fixed on main; their regressions
-# stay under corpus/regressions/.
-KNOWN_ISSUES: Final[dict[str, Callable[[bytes], bool]]] = {}
-ENV_SKIP_KNOWN: Final = "STCHECK_FUZZ_SKIP_KNOWN"
-
-
-def known_issue(data: bytes) -> str | None:
-    """The name of a known validator bug ``data`` would trigger, or None."""
-    return next((name for name, hits in KNOWN_ISSUES.items() if hits(data)), None)
-
-
-def skip_known(data: bytes) -> bool:
-    """Whether a campaign steps around ``data`` (--skip-known and a known issue)."""
-    return bool(os.environ.get(ENV_SKIP_KNOWN)) and known_issue(data) is not None
 
 
 class InvariantError(AssertionError):
@@ -124,8 +102,6 @@ def _same(a: Report, b: Report) -> bool:
 
 def target_validate(data: bytes) -> None:
     """Any bytes give a consistent Report under both profiles, in bounded time."""
-    if skip_known(data):
-        return
     start = time.perf_counter()
     reports = {}
     for profile in Profile:
@@ -214,8 +190,6 @@ def tie_classes(ref: Report) -> set[str]:
 
 def target_differential(data: bytes) -> None:
     """The reference profile agrees with safetensors 0.8.0 on verdict, error class and table."""
-    if skip_known(data):
-        return
     ref = validate(data, profile=Profile.REFERENCE)
     strict = validate(data, profile=Profile.STRICT)
     if strict.valid and not ref.valid:
@@ -240,41 +214,11 @@ def target_differential(data: bytes) -> None:
 # --- loader ---------------------------------------------------------------
 
 
-_NUMPY_NAMES: Final = {
-    "BOOL": "bool",
-    "U8": "uint8",
-    "I8": "int8",
-    "I16": "int16",
-    "U16": "uint16",
-    "F16": "float16",
-    "I32": "int32",
-    "U32": "uint32",
-    "F32": "float32",
-    "C64": "complex64",
-    "F64": "float64",
-    "I64": "int64",
-    "U64": "uint64",
-    "BF16": "bfloat16",
-    "F8_E5M2": "float8_e5m2",
-    "F8_E4M3": "float8_e4m3fn",
-    "F8_E8M0": "float8_e8m0fnu",
-    "F8_E4M3FNUZ": "float8_e4m3fnuz",
-    "F8_E5M2FNUZ": "float8_e5m2fnuz",
-}
-
-
 def _numpy_dtype(name: str) -> Any:  # noqa: ANN401 - a numpy dtype
     """The numpy dtype of a byte-sized safetensors dtype; None for F4 and F6_*."""
-    import numpy as np
+    from validator.io.dtypes_np import SUBBYTE, numpy_dtype
 
-    np_name = _NUMPY_NAMES.get(name)
-    if np_name is None:
-        return None
-    if hasattr(np, np_name):
-        return np.dtype(np_name).newbyteorder("<")
-    import ml_dtypes
-
-    return np.dtype(getattr(ml_dtypes, np_name))
+    return None if name in SUBBYTE else numpy_dtype(name)
 
 
 _INTP_MAX: Final = 2**63 - 1
@@ -356,8 +300,6 @@ def tensor_bytes(value: Any) -> bytes:  # noqa: ANN401 - any tensor-like object
 
 def target_loader(data: bytes) -> None:
     """The loader accepts exactly what validation accepts, with the declared bytes."""
-    if skip_known(data):
-        return
     report = validate(data)
     try:
         loaded = LOAD(data)
@@ -407,8 +349,6 @@ def serialise(report: Report, data: bytes) -> bytes:
 
 def target_roundtrip(data: bytes) -> None:
     """parse -> serialise -> parse gives the same table, and serialising is idempotent."""
-    if skip_known(data):
-        return
     first = validate(data, profile=Profile.REFERENCE)
     if not first.valid:
         return

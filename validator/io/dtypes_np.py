@@ -15,52 +15,29 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any, Final
 
-from validator._dtypes import DTYPE_BITS
+from validator._dtypes import DTYPE_BITS, SUBBYTE, TABLE
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-# safetensors dtype -> attribute of numpy (plain name) or ml_dtypes ("ml:" name).
-_NP_NAMES: Final = {
-    "BOOL": "bool_",
-    "U8": "uint8",
-    "I8": "int8",
-    "U16": "uint16",
-    "I16": "int16",
-    "F16": "float16",
-    "U32": "uint32",
-    "I32": "int32",
-    "F32": "float32",
-    "U64": "uint64",
-    "I64": "int64",
-    "F64": "float64",
-    "C64": "complex64",
-    "BF16": "ml:bfloat16",
-    # safetensors F8_E4M3 is the finite-only "fn" variant (torch.float8_e4m3fn).
-    "F8_E4M3": "ml:float8_e4m3fn",
-    "F8_E5M2": "ml:float8_e5m2",
-    "F8_E8M0": "ml:float8_e8m0fnu",
-    "F8_E4M3FNUZ": "ml:float8_e4m3fnuz",
-    "F8_E5M2FNUZ": "ml:float8_e5m2fnuz",
-}
+__all__ = ["SUBBYTE", "numpy_dtype", "pack", "safetensors_dtype", "unpack", "unpacked_dtype"]
+
+# safetensors dtype -> "numpy.<type>" or "ml_dtypes.<type>", from the dtype table.
+_NP_NAMES: Final = {d.name: d.numpy for d in TABLE if d.name not in SUBBYTE}
 # Sub-byte dtypes -> the ml_dtypes type an unpacked element takes (one byte each).
-_SUBBYTE_NAMES: Final = {
-    "F4": "float4_e2m1fn",
-    "F6_E2M3": "float6_e2m3fn",
-    "F6_E3M2": "float6_e3m2fn",
-}
-SUBBYTE: Final = frozenset(_SUBBYTE_NAMES)
+_SUBBYTE_NAMES: Final = {d.name: d.numpy for d in TABLE if d.name in SUBBYTE}
 
 
 def _resolve(name: str) -> Any:  # noqa: ANN401 - a numpy scalar type
-    import numpy as np  # noqa: PLC0415 - numpy/ml_dtypes load only when used
-
-    if name.startswith("ml:"):
+    module, _, attribute = name.partition(".")
+    if module == "ml_dtypes":
         import ml_dtypes  # noqa: PLC0415 - numpy/ml_dtypes load only when used
 
-        return getattr(ml_dtypes, name[3:])
-    return getattr(np, name)
+        return getattr(ml_dtypes, attribute)
+    import numpy as np  # noqa: PLC0415 - numpy/ml_dtypes load only when used
+
+    return getattr(np, attribute)
 
 
 @functools.cache
@@ -75,10 +52,9 @@ def numpy_dtype(dtype: str) -> np.dtype[Any]:
 @functools.cache
 def unpacked_dtype(dtype: str) -> np.dtype[Any]:
     """The ml_dtypes dtype one unpacked sub-byte element takes."""
-    import ml_dtypes  # noqa: PLC0415 - numpy/ml_dtypes load only when used
     import numpy as np  # noqa: PLC0415 - numpy/ml_dtypes load only when used
 
-    found: np.dtype[Any] = np.dtype(getattr(ml_dtypes, _SUBBYTE_NAMES[dtype]))
+    found: np.dtype[Any] = np.dtype(_resolve(_SUBBYTE_NAMES[dtype]))
     return found
 
 

@@ -8,30 +8,16 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Final
 
+from validator._dtypes import TABLE
+
 if TYPE_CHECKING:
     import torch
 
-_TORCH_NAMES: Final = {
-    "BOOL": "bool",
-    "U8": "uint8",
-    "I8": "int8",
-    "U16": "uint16",
-    "I16": "int16",
-    "F16": "float16",
-    "BF16": "bfloat16",
-    "U32": "uint32",
-    "I32": "int32",
-    "F32": "float32",
-    "U64": "uint64",
-    "I64": "int64",
-    "F64": "float64",
-    "C64": "complex64",
-    "F8_E4M3": "float8_e4m3fn",
-    "F8_E5M2": "float8_e5m2",
-    "F8_E8M0": "float8_e8m0fnu",
-    "F8_E4M3FNUZ": "float8_e4m3fnuz",
-    "F8_E5M2FNUZ": "float8_e5m2fnuz",
-}
+# Byte-sized safetensors dtype -> torch attribute, from the dtype table.
+_TORCH_NAMES: Final = {d.name: d.torch for d in TABLE if d.torch is not None and d.bits % 8 == 0}
+# Every torch attribute the table names -> safetensors dtype, packed sub-byte
+# types (F4's float4_e2m1fn_x2) included, for reading a tensor's dtype back.
+_FROM_TORCH: Final = {d.torch: d.name for d in TABLE if d.torch is not None}
 
 
 def torch_dtype(dtype: str) -> torch.dtype | None:
@@ -46,10 +32,7 @@ def torch_dtype(dtype: str) -> torch.dtype | None:
 def _reverse() -> dict[torch.dtype, str]:
     import torch  # noqa: PLC0415 - torch loads only when used
 
-    table = {getattr(torch, n): s for s, n in _TORCH_NAMES.items() if hasattr(torch, n)}
-    if hasattr(torch, "float4_e2m1fn_x2"):
-        table[torch.float4_e2m1fn_x2] = "F4"
-    return table
+    return {getattr(torch, n): s for n, s in _FROM_TORCH.items() if isinstance(getattr(torch, n, None), torch.dtype)}
 
 
 def safetensors_dtype(dtype: torch.dtype) -> str | None:

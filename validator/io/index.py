@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn
 from validator._check import Checker
 from validator._entries import pointer
 from validator._errors import InvalidIndexError, SourceError, TensorNotFoundError
-from validator._rules import Severity
+from validator._findings import Finding, ReportBase
 from validator._source import RegularFile, os_error, read_exact
 from validator._validate import _profile, validate
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterator, Mapping
 
-    from validator._findings import Finding, Report, TensorInfo
+    from validator._findings import Report, TensorInfo
     from validator._rules import Profile
     from validator.io.loader import SafetensorsFile, TensorSlice
 
@@ -37,7 +37,7 @@ _INVALID_METADATA: Final[dict[str, Any]] = {}  # identity marks "already reporte
 
 
 @dataclass(frozen=True)
-class IndexReport:
+class IndexReport(ReportBase[Finding]):
     """The result of validating a sharded checkpoint's index and its shards."""
 
     path: str
@@ -46,21 +46,6 @@ class IndexReport:
     metadata: Mapping[str, Any] | None = None
     shards: Mapping[str, Report] = field(default_factory=dict)
     tensor_bytes: int | None = None
-
-    @property
-    def valid(self) -> bool:
-        """True when no finding is an error."""
-        return not any(f.severity is Severity.ERROR for f in self.findings)
-
-    @property
-    def errors(self) -> tuple[Finding, ...]:
-        """The error findings, in check order."""
-        return tuple(f for f in self.findings if f.severity is Severity.ERROR)
-
-    @property
-    def first_error(self) -> Finding | None:
-        """The first error in check order, or None."""
-        return next((f for f in self.findings if f.severity is Severity.ERROR), None)
 
     def to_json(self) -> dict[str, Any]:
         """The report as a JSON-ready dict."""

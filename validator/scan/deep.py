@@ -31,7 +31,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-from validator._dtypes import DTYPE_BITS
+from validator._dtypes import DTYPE_BITS, TABLE
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -43,21 +43,12 @@ if TYPE_CHECKING:
     from validator._findings import TensorInfo
 
 # dtype -> (kind, bits of the integer view, magnitude mask, first special
-# pattern).  "ieee": magnitude == special is Inf, above it is NaN.
-# "nan-from": magnitude >= special is NaN.  "nan-eq": the pattern itself.
+# pattern), from the dtype table's NaN/Inf classes (see _dtypes.Dtype.specials).
 _FLOAT_CLASSES: Final[Mapping[str, tuple[str, int, int, int]]] = {
-    "F16": ("ieee", 16, 0x7FFF, 0x7C00),
-    "BF16": ("ieee", 16, 0x7FFF, 0x7F80),
-    "F32": ("ieee", 32, 0x7FFF_FFFF, 0x7F80_0000),
-    "F64": ("ieee", 64, 0x7FFF_FFFF_FFFF_FFFF, 0x7FF0_0000_0000_0000),
-    "C64": ("ieee", 32, 0x7FFF_FFFF, 0x7F80_0000),
-    "F8_E5M2": ("ieee", 8, 0x7F, 0x7C),
-    "F8_E4M3": ("nan-from", 8, 0x7F, 0x7F),
-    "F8_E8M0": ("nan-from", 8, 0xFF, 0xFF),
-    "F8_E4M3FNUZ": ("nan-eq", 8, 0xFF, 0x80),
-    "F8_E5M2FNUZ": ("nan-eq", 8, 0xFF, 0x80),
+    d.name: (d.specials[0], d.bits // 2 if d.kind == "complex" else d.bits, *d.specials[1:])
+    for d in TABLE
+    if d.specials is not None
 }
-NO_SPECIAL_VALUES: Final = ("F4", "F6_E2M3", "F6_E3M2")
 BYTE_DTYPES: Final = frozenset({"U8", "I8", "BOOL"})
 
 # A trailing run of zeros this long is reported even when it does not cover

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from validator._check import Checker
 from validator._errors import SourceError
-from validator._rules import Profile, Severity
+from validator._findings import ReportBase
+from validator._rules import Profile
 from validator._source import open_regular
 from validator._validate import validate
 from validator.scan.integrity import Digester, Expected, check_digest, from_blob_name, lookup
@@ -68,8 +69,10 @@ class Options:
 
 
 @dataclass
-class FileResult:
-    """Everything a scan learned about one file."""
+class FileResult(ReportBase[ScanItem]):
+    """Everything a scan learned about one file.
+
+    Its ``findings`` are the items the policy did not suppress."""
 
     path: str
     model: str | None = None
@@ -92,9 +95,14 @@ class FileResult:
         return [i for i in self.items if i.suppressed is None]
 
     @property
+    def findings(self) -> tuple[ScanItem, ...]:
+        """The items that are not suppressed."""
+        return tuple(self.active)
+
+    @property
     def valid(self) -> bool:
         """Readable, and no unsuppressed item at error severity."""
-        return self.error is None and not any(i.severity is Severity.ERROR for i in self.active)
+        return self.error is None and super().valid
 
     def to_json(self) -> dict[str, Any]:
         """A readable file's entry: spec/report.schema.json's fileReport plus

@@ -386,9 +386,11 @@ class Draft:
             else:
                 assert self.metadata is not None
                 sep = ", " if style.item_sep != "," else ","
-                meta = "{" + sep.join(
-                    f"{style.string(k)}{style.key_sep}{style.string(v)}" for k, v in self.metadata.items()
-                ) + "}"
+                meta = (
+                    "{"
+                    + sep.join(f"{style.string(k)}{style.key_sep}{style.string(v)}" for k, v in self.metadata.items())
+                    + "}"
+                )
             items.insert(min(self.metadata_at, len(items)), (json.dumps(METADATA), meta))
         for at, key, value in sorted(self.extra, key=lambda x: x[0]):
             items.insert(min(at, len(items)), (key, value))

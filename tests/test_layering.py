@@ -1,0 +1,267 @@
+# The package's layers, checked over its import graph.  Every import
+# statement counts, wherever it stands: at module level, inside a function,
+# or under `if TYPE_CHECKING:`.
+#
+#   core         validator/_*.py: the validation core; imports only itself
+#   io           loader, writer, index, devices, dtype maps; imports the core
+#   testing      the strategies' internals; imports the core
+#   scan, fuzz, conformance
+#                applications; import the core and io (fuzz also drives the
+#                strategies)
+#   cli          the command line; imports anything
+#
+# Facades: `validator/__init__.py` (the core, plus io for the typed lazy
+# exports), `validator/strategies.py` (testing) and `validator/__main__.py`
+# (cli).  Importing a facade counts as importing what it may import.
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "validator"
+
+# layer -> the layers its modules may import
+ALLOWED: dict[str, frozenset[str]] = {
+    "core": frozenset({"core"}),
+    "io": frozenset({"core", "io"}),
+    "testing": frozenset({"core", "testing"}),
+    "scan": frozenset({"core", "io", "scan", "package"}),
+    "fuzz": frozenset({"core", "io", "fuzz", "package", "testing", "strategies"}),
+    "conformance": frozenset({"core", "io", "conformance", "package"}),
+    "package": frozenset({"core", "io", "package"}),
+    "strategies": frozenset({"core", "testing", "strategies"}),
+    "cli": frozenset({"core", "io", "testing", "scan", "fuzz", "conformance", "cli", "package", "strategies"}),
+    "main": frozenset({"cli", "package"}),
+}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def layer(module: str) -> str:
+    parts = module.split(".")
+    if len(parts) == 1:
+        return "package"
+    head = parts[1]
+    if len(parts) == 2 and head == "__main__":
+        return "main"
+    if len(parts) == 2 and head.startswith("_"):
+        return "core"
+    return head
+
+
+def imported(module: str, source: str, *, is_package: bool, known: set[str]) -> set[str]:
+    """The validator modules ``module`` imports anywhere in ``source``."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                here = module.split(".") if is_package else module.split(".")[:-1]
+                here = here[: len(here) - node.level + 1]
+                base = ".".join([*here, base] if base else here)
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                found.add(sub if sub in known else base)
+    return {m for m in found if m.split(".")[0] == "validator" and m != module}
+
+
+def import_graph() -> dict[str, set[str]]:
+    paths = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    known = set(paths)
+    return {
+        name: imported(name, path.read_text(encoding="utf-8"), is_package=path.name == "__init__.py", known=known)
+        for name, path in paths.items()
+    }
+
+
+def violations(graph: dict[str, set[str]]) -> list[str]:
+    bad = []
+    for module, targets in sorted(graph.items()):
+        allowed = ALLOWED.get(layer(module))
+        if allowed is None:
+            bad.append(f"{module}: layer {layer(module)!r} is not in ALLOWED")
+            continue
+        bad.extend(
+            f"{module} ({layer(module)}) imports {target} ({layer(target)})"
+            for target in sorted(targets)
+            if layer(target) not in allowed
+        )
+    return bad
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_every_import_respects_the_layers():
+    assert violations(import_graph()) == []
+
+
+def test_no_import_cycles():
+    assert cycles(import_graph()) == []
+
+
+def test_every_subpackage_has_a_layer():
+    subpackages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    assert subpackages <= set(ALLOWED)
+    assert len(subpackages - {"cli", "testing"}) >= 4
+
+
+def test_the_check_sees_upward_local_and_type_checking_imports():
+    source = textwrap.dedent(
+        """
+        from typing import TYPE_CHECKING
+        if TYPE_CHECKING:
+            from validator.io.index import IndexReport
+        def f():
+            from .scan import engine
+            import validator.cli.main
+        """
+    )
+    known = {"validator._errors", "validator.io.index", "validator.scan", "validator.scan.engine", "validator.cli.main"}
+    graph = {"validator._errors": imported("validator._errors", source, is_package=False, known=known)}
+    assert violations(graph) == [
+        "validator._errors (core) imports validator.cli.main (cli)",
+        "validator._errors (core) imports validator.io.index (io)",
+        "validator._errors (core) imports validator.scan.engine (scan)",
+    ]
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_subcommands_do_not_import_the_cli_entry_point():
+    graph = import_graph()
+    importers = sorted(m for m, targets in graph.items() if "validator.cli.main" in targets)
+    assert importers == ["validator.__main__"]
+
+
+# --- what start-up imports ----------------------------------------------------
+
+# Never imported by `import validator`, nor by `stcheck check`.
+HEAVY = (
+    "numpy",
+    "torch",
+    "ml_dtypes",
+    "hypothesis",
+    "safetensors",
+    "multiprocessing",
+    "concurrent.futures",
+    "validator.scan",
+    "validator.fuzz",
+    "validator.conformance",
+    "validator.testing",
+    "validator.io",
+)
+
+
+def loaded_after(code: str, *args: str) -> list[str]:
+    probe = f"{code}\nimport sys\nprint('\\n'.join(sorted(sys.modules)))"
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *args], capture_output=True, text=True, check=True, cwd=ROOT, timeout=60
+    )
+    names = done.stdout.split()
+    return sorted(m for m in names if any(m == h or m.startswith(h + ".") for h in HEAVY))
+
+
+def test_import_validator_stays_light():
+    assert loaded_after("import validator; validator.validate(b'')") == []
+
+
+def test_check_subcommand_imports_only_its_own_module(tmp_path):
+    path = tmp_path / "empty.safetensors"
+    path.write_bytes(b"\x02\x00\x00\x00\x00\x00\x00\x00{}")
+    code = "import sys\nfrom validator.cli.main import main\nassert main(['check', sys.argv[1]]) == 0"
+    assert loaded_after(code, str(path)) == []
+
+
+# --- a subcommand whose module cannot be imported ------------------------------
+
+
+@pytest.fixture
+def fake_scan(tmp_path, monkeypatch):
+    """Point `stcheck scan` at a module written by the test."""
+    from validator.cli import main as cli_main
+
+    def install(body: str) -> None:
+        (tmp_path / "stcheck_fake_cmd.py").write_text(body, encoding="utf-8")
+        monkeypatch.syspath_prepend(str(tmp_path))
+        monkeypatch.delitem(sys.modules, "stcheck_fake_cmd", raising=False)
+        monkeypatch.setitem(cli_main._COMMANDS, "scan", ("stcheck_fake_cmd", "scan"))
+
+    return install
+
+
+def test_missing_optional_package_is_one_line_and_exit_2(fake_scan, capsys):
+    from validator.cli.main import main
+
+    fake_scan("import stcheck_no_such_package.sub\n")
+    assert main(["scan", "x.safetensors"]) == 2
+    err = capsys.readouterr().err
+    expected = (
+        "stcheck: `stcheck scan` needs the package 'stcheck_no_such_package', which is not installed"
+        " (pip install 'stcheck[scan]')"
+    )
+    assert err.splitlines() == [expected]
+
+
+def test_missing_optional_package_still_lists_the_subcommand(fake_scan, capsys):
+    from validator.cli.main import main
+
+    fake_scan("import stcheck_no_such_package\n")
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert "unavailable: `stcheck scan` needs the package 'stcheck_no_such_package'" in " ".join(out.split())
+    assert "check" in out
+
+
+def test_a_broken_subcommand_is_not_hidden(fake_scan):
+    from validator.cli.main import main
+
+    fake_scan("import validator.no_such_module\n")
+    with pytest.raises(ModuleNotFoundError, match=r"validator\.no_such_module"):
+        main(["scan", "x.safetensors"])
+    with pytest.raises(ModuleNotFoundError, match=r"validator\.no_such_module"):
+        main(["--help"])
