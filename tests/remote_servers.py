@@ -21,7 +21,10 @@ import time
 import urllib.parse
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 @dataclass
@@ -216,10 +219,10 @@ class FakeHub:
         return self.refs.get((repo, rev))
 
     def handle(self, h: Handler, path: str) -> bool:
-        if self.token is not None and h.headers.get("Authorization") != f"Bearer {self.token}":
-            if not path.startswith("/cdn/"):
-                h._simple(401, b'{"error": "Invalid credentials"}', {"Content-Type": "application/json"})
-                return True
+        authorised = self.token is None or h.headers.get("Authorization") == f"Bearer {self.token}"
+        if not authorised and not path.startswith("/cdn/"):
+            h._simple(401, b'{"error": "Invalid credentials"}', {"Content-Type": "application/json"})
+            return True
         m = re.fullmatch(r"/api/(models|datasets)/([^/]+/[^/]+)(?:/revision/([^/]+))?", path)
         if m:
             repo = m.group(2) if m.group(1) == "models" else f"datasets/{m.group(2)}"
@@ -272,7 +275,7 @@ class Server:
         host, port = self.httpd.server_address[:2]
         return f"http://{host}:{port}"
 
-    def __enter__(self) -> Server:
+    def __enter__(self) -> Server:  # noqa: PYI034 - not subclassed
         self.thread.start()
         return self
 

@@ -313,7 +313,6 @@ def test_fifo_shard_is_a_finding_without_blocking(tmp_path):
 
 
 def test_shard_symlink_escaping_the_directory(tmp_path):
-    import os
 
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -321,7 +320,7 @@ def test_shard_symlink_escaping_the_directory(tmp_path):
     ckpt.mkdir()
     path = write_checkpoint(ckpt)
     (ckpt / B).rename(outside / "other.safetensors")
-    os.symlink("../outside/other.safetensors", ckpt / B)
+    (ckpt / B).symlink_to("../outside/other.safetensors")
     report = validator.validate_index(path)
     assert slugs(report) == ["index-shard-path"]
     assert "symlink" in report.findings[0].message
@@ -331,14 +330,13 @@ def test_shard_symlink_escaping_the_directory(tmp_path):
 
 
 def test_shard_path_through_a_directory_symlink(tmp_path):
-    import os
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
     validator.save(SHARD_B, elsewhere / "b.safetensors")
-    os.symlink("/", ckpt / "dirlink")
+    (ckpt / "dirlink").symlink_to("/")
     index = default_index()
     index["weight_map"]["head"] = "dirlink" + str(elsewhere / "b.safetensors")
     path = write_checkpoint(ckpt, index=index, shards={A: SHARD_A})
@@ -348,17 +346,15 @@ def test_shard_path_through_a_directory_symlink(tmp_path):
 
 
 def test_symlink_inside_the_directory_is_allowed(tmp_path):
-    import os
 
     path = write_checkpoint(tmp_path)
     (tmp_path / "real").mkdir()
     (tmp_path / B).rename(tmp_path / "real" / B)
-    os.symlink(f"real/{B}", tmp_path / B)
+    (tmp_path / B).symlink_to(f"real/{B}")
     assert validator.validate_index(path).findings == ()
 
 
 def test_hub_cache_snapshot_links_into_blobs_are_allowed(tmp_path):
-    import os
 
     repo = tmp_path / "hub" / "models--org--name"
     blobs, snap = repo / "blobs", repo / "snapshots" / ("c" * 40)
@@ -369,14 +365,14 @@ def test_hub_cache_snapshot_links_into_blobs_are_allowed(tmp_path):
     write_checkpoint(staging)
     for i, name in enumerate([A, B, "model.safetensors.index.json"]):
         (staging / name).rename(blobs / f"{i:064x}")
-        os.symlink(f"../../blobs/{i:064x}", snap / name)
+        (snap / name).symlink_to(f"../../blobs/{i:064x}")
     assert validator.validate_index(snap / "model.safetensors.index.json").findings == ()
     # A link out of the repository's own folder is still refused.
     other = tmp_path / "hub" / "models--org--other" / "blobs"
     other.mkdir(parents=True)
     (blobs / f"{1:064x}").rename(other / "x")
     (snap / B).unlink()
-    os.symlink("../../../models--org--other/blobs/x", snap / B)
+    (snap / B).symlink_to("../../../models--org--other/blobs/x")
     report = validator.validate_index(snap / "model.safetensors.index.json")
     assert slugs(report) == ["index-shard-path"]
 

@@ -8,7 +8,7 @@
 # validator.remote (and with it urllib3 and huggingface_hub) is imported only
 # when an argument is remote.
 # Paths are str, handled with os.path as in the rest of the package.
-# ruff: noqa: PTH110, PTH112, PTH118, PTH120, T201
+# ruff: noqa: PTH112, PTH118, PTH120, T201
 from __future__ import annotations
 
 import argparse
@@ -20,13 +20,15 @@ from typing import TYPE_CHECKING, Any
 
 from validator._check import Checker
 from validator._errors import SourceError
-from validator._findings import Report
 from validator._validate import validate
 from validator.io.checkpoint import summarize
 from validator.io.index import IndexReport, is_index_name, parse_index, read_index, validate_index
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
+
+    from validator._findings import Report
+    from validator.scan.policy import Policy
 
 SUFFIX = ".safetensors"
 REMOTE_PREFIXES = ("http://", "https://", "hf://")
@@ -180,6 +182,8 @@ def inspect_target(args: argparse.Namespace) -> int | None:
             checked.checkpoints.extend(part.checkpoints)
     except SourceError as exc:
         errors.append(str(exc))
+    if not errors and not checked.reports and not checked.checkpoints:
+        errors.append(f"{path}: not a regular file (a directory with no *.safetensors file or index)")
     for message in errors:
         print(f"stcheck: {message}", file=sys.stderr)
     if errors:
@@ -188,7 +192,9 @@ def inspect_target(args: argparse.Namespace) -> int | None:
         import json  # noqa: PLC0415 - only for this output
 
         doc = {
-            "checkpoints": [{**checkpoint_json(c), "weight_map": dict(c.weight_map or {})} for c in checked.checkpoints],
+            "checkpoints": [
+                {**checkpoint_json(c), "weight_map": dict(c.weight_map or {})} for c in checked.checkpoints
+            ],
             "files": [r.to_json() for r in checked.reports],
         }
         json.dump(doc, sys.stdout, indent=2)
@@ -245,3 +251,92 @@ def _table(rows: list[list[str]], headers: list[str]) -> None:
     for row in [headers, ["-" * w for w in widths], *rows]:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
 
+
+# -- scan --------------------------------------------------------------------
+
+
+@dataclass
+class ScanPlan:
+    """`stcheck scan` arguments as local files to scan plus finished results
+    (indexes and remote headers), kept in argument order."""
+
+    paths: list[str] = field(default_factory=list)
+    ready: dict[int, list[Any]] = field(default_factory=dict)  # before paths[i] -> FileResults
+
+    def add_ready(self, result: Any) -> None:  # noqa: ANN401 - scan.engine.FileResult, imported lazily
+        self.ready.setdefault(len(self.paths), []).append(result)
+
+    def merge(self, results: list[Any]) -> list[Any]:
+        """Interleave the finished results with the scan's results of ``paths``
+        (the last len(paths) entries of ``results``)."""
+        cut = len(results) - len(self.paths)
+        out = list(results[:cut])
+        for i, result in enumerate(results[cut:]):
+            out.extend(self.ready.get(i, []))
+            out.append(result)
+        out.extend(self.ready.get(len(self.paths), []))
+        return out
+
+
+def _index_result(index: IndexReport, profile: str, policy: Policy | None) -> Any:  # noqa: ANN401 - scan types, imported lazily
+    from validator.scan.engine import FileResult  # noqa: PLC0415 - scan's types load with scan
+    from validator.scan.policy import apply_policy  # noqa: PLC0415 - as above
+
+    s = summarize(index.weight_map or {}, index.shards)
+    return FileResult(
+        path=index.path,
+        kind="index",
+        file_size=None,
+        tensor_count=s.tensors,
+        items=apply_policy(index.findings, policy),
+        profile=profile,
+    )
+
+
+def _header_result(report: Report, profile: str, policy: Policy | None) -> Any:  # noqa: ANN401 - scan types, imported lazily
+    from validator.scan.engine import FileResult  # noqa: PLC0415 - scan's types load with scan
+    from validator.scan.policy import apply_policy, check_policy  # noqa: PLC0415 - as above
+
+    out = Checker()
+    if policy is not None:
+        check_policy(report, policy, out)
+    return FileResult(
+        path=report.path or "",
+        file_size=report.file_size,
+        header_size=report.header_size,
+        tensor_count=None if report.tensors is None else len(report.tensors),
+        items=apply_policy([*report.findings, *out.findings], policy),
+        profile=profile,
+        metadata=None if report.metadata is None else dict(report.metadata),
+    )
+
+
+def scan_plan(
+    paths: Sequence[str],
+    profile: str,
+    policy: Policy | None,
+    errors: list[str],
+    args: argparse.Namespace | None = None,
+) -> ScanPlan:
+    """Expand scan arguments: local files become scan jobs; an index's checks
+    and remote headers (checked here, header only) become finished results."""
+    plan = ScanPlan()
+    for target in expand_targets(paths, errors):
+        try:
+            if target.kind == "file":
+                plan.paths.append(target.path)
+            elif target.kind == "index":
+                index = validate_index(target.path, profile=profile)
+                plan.add_ready(_index_result(index, profile, policy))
+                plan.paths.extend(r.path for r in index.shards.values() if r.path is not None)
+            else:
+                for result in check_remote(target.path, profile, args):
+                    if isinstance(result, IndexReport):
+                        plan.add_ready(_index_result(result, profile, policy))
+                        for shard in result.shards.values():
+                            plan.add_ready(_header_result(shard, profile, policy))
+                    else:
+                        plan.add_ready(_header_result(result, profile, policy))
+        except SourceError as exc:  # noqa: PERF203 - one unreadable argument must not stop the others
+            errors.append(str(exc))
+    return plan

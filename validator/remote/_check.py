@@ -72,12 +72,7 @@ def read_header(client: Client, entry: RemoteEntry, profile: Profile, *, keep_op
     remote = RemoteFile(client, entry.url)
     try:
         remote.open()
-        if entry.size is not None and entry.size != remote.size:
-            msg = f"{entry.display}: the hub lists {entry.size} bytes but the server serves {remote.size}"
-            raise RemoteError(msg)
-        if remote.linked_size is not None and remote.linked_size != remote.size:
-            msg = f"{entry.display}: X-Linked-Size says {remote.linked_size} bytes but the server serves {remote.size}"
-            raise RemoteError(msg)
+        _check_sizes(entry, remote)
         prefix = remote.read(0, PREFIX_LEN)
 
         def header(n: int) -> bytes:
@@ -90,6 +85,16 @@ def read_header(client: Client, entry: RemoteEntry, profile: Profile, *, keep_op
     if not keep_open:
         remote.close()
     return RemoteHeader(report, remote.size, entry.sha256 or remote.etag, remote if keep_open else None)
+
+
+def _check_sizes(entry: RemoteEntry, remote: RemoteFile) -> None:
+    """The hub listing, X-Linked-Size and the served length must agree."""
+    if entry.size is not None and entry.size != remote.size:
+        msg = f"{entry.display}: the hub lists {entry.size} bytes but the server serves {remote.size}"
+        raise RemoteError(msg)
+    if remote.linked_size is not None and remote.linked_size != remote.size:
+        msg = f"{entry.display}: X-Linked-Size says {remote.linked_size} bytes but the server serves {remote.size}"
+        raise RemoteError(msg)
 
 
 def _bounded_map(
@@ -148,7 +153,7 @@ def check_parsed(
             continue
         todo[shard] = entry
     results = _bounded_map(lambda e: read_header(client, e, profile).report, todo.values(), client.options.concurrency)
-    for (shard, entry), result in zip(todo.items(), results, strict=True):
+    for shard, result in zip(todo, results, strict=True):
         if isinstance(result, RemoteError):
             if getattr(result, "status", None) not in {404, 410}:
                 raise result

@@ -111,7 +111,14 @@ class Client:
             except (_Urllib3Error, OSError) as exc:
                 raise RemoteError(f"{url}: {_reason(exc, self.options.timeout)}") from exc
             if raw.status not in _REDIRECTS:
-                return Response(url, here, raw, hops, time.monotonic() + self.options.deadline, self.options.timeout)
+                return Response(
+                    url,
+                    here,
+                    raw=raw,
+                    hops=hops,
+                    deadline=time.monotonic() + self.options.deadline,
+                    timeout=self.options.timeout,
+                )
             location = raw.headers.get("Location")
             hops.append(dict(raw.headers))
             raw.close()
@@ -155,6 +162,7 @@ class Response:
         self,
         url: str,
         final_url: str,
+        *,
         raw: BaseHTTPResponse,
         hops: list[Mapping[str, str]],
         deadline: float,
@@ -289,11 +297,11 @@ class RemoteFile:
         self.requests += 1
         resp.check_ok()
         if resp.status == 416:
-            total = self._unsatisfied(resp)
-            self._set_size(resp, total)
+            unsatisfied = self._unsatisfied(resp)
+            self._set_size(resp, unsatisfied)
             resp.close()
-            if start < total:
-                raise RemoteError(f"{self.url}: HTTP 416 for bytes {start}-{end} of a {total}-byte file")
+            if start < unsatisfied:
+                raise RemoteError(f"{self.url}: HTTP 416 for bytes {start}-{end} of a {unsatisfied}-byte file")
             self._stream_end = start
             return resp
         if resp.status == 206:

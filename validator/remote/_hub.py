@@ -136,7 +136,7 @@ def resolve(location: HfLocation, *, timeout: float) -> HubRepo:
     """
     try:
         from huggingface_hub import HfApi  # noqa: PLC0415 - the remote extra loads only for hf:// sources
-        from huggingface_hub.utils import build_hf_headers  # noqa: PLC0415 - as above
+        from huggingface_hub.utils._headers import build_hf_headers  # noqa: PLC0415 - as above
     except ImportError as exc:
         msg = "hf:// addresses need huggingface_hub: pip install 'stcheck[remote]'"
         raise RemoteError(msg) from exc
@@ -152,7 +152,7 @@ def resolve(location: HfLocation, *, timeout: float) -> HubRepo:
             timeout=timeout,
         )
         headers = build_hf_headers()
-    except Exception as exc:  # noqa: BLE001 - huggingface_hub raises its own errors and its HTTP client's; any of them means the hub did not answer
+    except Exception as exc:  # huggingface_hub raises its own errors and its HTTP client's: the hub did not answer
         raise RemoteError(f"{where}: {_hub_reason(exc)}") from exc
     commit = getattr(info, "sha", None)
     if not isinstance(commit, str) or not commit:
