@@ -26,6 +26,7 @@ _COMMANDS: Final = (
     ("fuzz", "validator.cli.fuzz"),
     ("scan", "validator.cli.scan"),
     ("conformance", "validator.cli.conformance"),
+    ("download", "validator.cli.download"),
 )
 
 

@@ -11,13 +11,17 @@ from __future__ import annotations
 
 from validator._errors import RemoteError
 from validator.remote._check import check_source, default_options, validate_remote_index, validate_url
+from validator.remote._download import DownloadRefused, FileDone, download
 from validator.remote._http import Options
 
 __all__ = [
+    "DownloadRefused",
+    "FileDone",
     "Options",
     "RemoteError",
     "check_source",
     "default_options",
+    "download",
     "validate_remote_index",
     "validate_url",
 ]

@@ -47,6 +47,8 @@ class RemoteEntry:
     size: int | None = None  # the hub listing's size, checked against the server's
     sha256: str | None = None  # the hub listing's LFS oid
     cached: str | None = None  # a local copy in the hub cache at the same commit
+    rel: str = ""  # where download puts it, relative to the output directory
+    git_blob: str | None = None  # the hub's git blob id of a file not in LFS
 
 
 @dataclass(frozen=True)
@@ -121,11 +123,17 @@ class IndexSource:
     url: str
     display: str
     shard: Callable[[str], RemoteEntry | None]  # None: the listing shows it does not exist
+    rel: str = ""  # where download puts it, relative to the output directory
 
 
-def check_index(client: Client, source: IndexSource, profile: Profile) -> IndexReport:
-    """Fetch a remote index and its shards' headers; cross-check them."""
+def check_index(
+    client: Client, source: IndexSource, profile: Profile, *, keep: list[bytes] | None = None
+) -> IndexReport:
+    """Fetch a remote index and its shards' headers; cross-check them.
+    With ``keep``, the index's bytes are appended to it."""
     raw, size = fetch_small(client, source.url, MAX_INDEX_SIZE)
+    if keep is not None and raw is not None:
+        keep.append(raw)
     out = Checker()
     parsed = parse_index(raw, size, out)
     if parsed is None:
@@ -167,15 +175,15 @@ def check_parsed(
 # -- sources -----------------------------------------------------------------
 
 
-def _url_entry(url: str) -> RemoteEntry:
-    return RemoteEntry(url, url)
+def _url_entry(url: str, rel: str | None = None) -> RemoteEntry:
+    return RemoteEntry(url, url, rel=rel or posixpath.basename(urlsplit(url).path) or "download.safetensors")
 
 
 def _url_index(url: str) -> IndexSource:
     def shard(name: str) -> RemoteEntry:
-        return _url_entry(urljoin(url, quote(name)))
+        return _url_entry(urljoin(url, quote(name)), name)
 
-    return IndexSource(url, url, shard)
+    return IndexSource(url, url, shard, posixpath.basename(urlsplit(url).path))
 
 
 def _hub_entry(repo: HubRepo, path: str) -> RemoteEntry:
@@ -186,6 +194,8 @@ def _hub_entry(repo: HubRepo, path: str) -> RemoteEntry:
         None if listed is None else listed.size,
         None if listed is None else listed.sha256,
         repo.cached(path),
+        path,
+        None if listed is None else listed.blob_id,
     )
 
 
@@ -196,7 +206,7 @@ def _hub_index(repo: HubRepo, path: str) -> IndexSource:
         full = posixpath.join(base, name) if base else name
         return _hub_entry(repo, full) if full in repo.entries else None
 
-    return IndexSource(repo.url(path), repo.display(path), shard)
+    return IndexSource(repo.url(path), repo.display(path), shard, path)
 
 
 @dataclass(frozen=True)
@@ -237,16 +247,20 @@ def plan(source: str, options: Options) -> Plan:
     return Plan([_hub_index(repo, p) for p in indexes], [_hub_entry(repo, p) for p in files], repo)
 
 
-def loose_files(client: Client, found: Plan, profile: Profile) -> tuple[list[IndexReport], list[RemoteEntry]]:
-    """Check the plan's indexes; return their reports and the files no index names."""
-    reports = [check_index(client, index, profile) for index in found.indexes]
+def unnamed_files(found: Plan, reports: list[IndexReport]) -> list[RemoteEntry]:
+    """The plan's files that none of its checked indexes names."""
     named = set()
     for index, report in zip(found.indexes, reports, strict=True):
         base = posixpath.dirname(urlsplit(index.url).path)
         for shard in (report.weight_map or {}).values():
             named.add(posixpath.normpath(posixpath.join(base, shard)))
-    rest = [f for f in found.files if posixpath.normpath(urlsplit(f.url).path) not in named]
-    return reports, rest
+    return [f for f in found.files if posixpath.normpath(urlsplit(f.url).path) not in named]
+
+
+def loose_files(client: Client, found: Plan, profile: Profile) -> tuple[list[IndexReport], list[RemoteEntry]]:
+    """Check the plan's indexes; return their reports and the files no index names."""
+    reports = [check_index(client, index, profile) for index in found.indexes]
+    return reports, unnamed_files(found, reports)
 
 
 def check_source(

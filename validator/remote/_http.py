@@ -259,6 +259,7 @@ class RemoteFile:
         self.first = first
         self.size = -1
         self.etag: str | None = None
+        self.linked_etag: str | None = None  # the hub's X-Linked-Etag: an LFS file's sha256
         self.linked_size: int | None = None
         self.commit: str | None = None
         self.final_url = url
@@ -282,10 +283,14 @@ class RemoteFile:
     def open(self) -> None:
         resp = self._request(0, self.first - 1)
         self.final_url = resp.final_url
-        etag = resp.header("X-Linked-Etag") or resp.header("ETag")
+        linked = resp.header("X-Linked-Etag")
+        etag = linked or resp.header("ETag")
         self.etag = None if etag is None else etag.strip().removeprefix("W/").strip('"')
-        linked = resp.header("X-Linked-Size")
-        self.linked_size = int(linked) if linked is not None and _DIGITS.fullmatch(linked.strip()) else None
+        self.linked_etag = self.etag if linked else None
+        linked_size = resp.header("X-Linked-Size")
+        self.linked_size = (
+            int(linked_size) if linked_size is not None and _DIGITS.fullmatch(linked_size.strip()) else None
+        )
         self.commit = resp.header("X-Repo-Commit")
         want = min(self.first, self.size)
         self._take(resp, want)

@@ -85,6 +85,7 @@ class HubEntry:
     path: str
     size: int | None
     sha256: str | None  # the LFS oid, when the file is in LFS
+    blob_id: str | None = None  # the git blob id, for a file not in LFS
 
 
 @dataclass(frozen=True)
@@ -161,7 +162,8 @@ def resolve(location: HfLocation, *, timeout: float) -> HubRepo:
     for sibling in getattr(info, "siblings", None) or []:
         lfs = getattr(sibling, "lfs", None)
         sha256 = getattr(lfs, "sha256", None) if lfs is not None else None
-        entries[sibling.rfilename] = HubEntry(sibling.rfilename, getattr(sibling, "size", None), sha256)
+        blob = None if sha256 is not None else getattr(sibling, "blob_id", None)
+        entries[sibling.rfilename] = HubEntry(sibling.rfilename, getattr(sibling, "size", None), sha256, blob)
     # Only the authorization header is ours to send on; the user agent is the hub library's.
     auth = {k: v for k, v in headers.items() if k.lower() == "authorization"}
     return HubRepo(location, commit, entries, endpoint, auth)
