@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import posixpath
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import quote, urljoin, urlsplit
 
@@ -30,7 +30,7 @@ from validator.remote._http import Client, Options, RemoteFile, fetch_small
 from validator.remote._hub import HubRepo, is_hf, parse_hf, resolve
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Mapping
 
     from validator._findings import Report
     from validator._rules import Profile
@@ -49,6 +49,7 @@ class RemoteEntry:
     cached: str | None = None  # a local copy in the hub cache at the same commit
     rel: str = ""  # where download puts it, relative to the output directory
     git_blob: str | None = None  # the hub's git blob id of a file not in LFS
+    headers: Mapping[str, str] = field(default_factory=dict)  # the hub token, for the hub's origin only
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ def read_header(client: Client, entry: RemoteEntry, profile: Profile, *, keep_op
     if entry.cached is not None:
         report = validate(entry.cached, profile=profile)
         return RemoteHeader(report, report.file_size, entry.sha256, None)
-    remote = RemoteFile(client, entry.url)
+    remote = RemoteFile(client, entry.url, headers=entry.headers)
     try:
         remote.open()
         _check_sizes(entry, remote)
@@ -124,6 +125,7 @@ class IndexSource:
     display: str
     shard: Callable[[str], RemoteEntry | None]  # None: the listing shows it does not exist
     rel: str = ""  # where download puts it, relative to the output directory
+    headers: Mapping[str, str] = field(default_factory=dict)  # the hub token, for the hub's origin only
 
 
 def check_index(
@@ -131,7 +133,7 @@ def check_index(
 ) -> IndexReport:
     """Fetch a remote index and its shards' headers; cross-check them.
     With ``keep``, the index's bytes are appended to it."""
-    raw, size = fetch_small(client, source.url, MAX_INDEX_SIZE)
+    raw, size = fetch_small(client, source.url, MAX_INDEX_SIZE, source.headers)
     if keep is not None and raw is not None:
         keep.append(raw)
     out = Checker()
@@ -196,6 +198,7 @@ def _hub_entry(repo: HubRepo, path: str) -> RemoteEntry:
         repo.cached(path),
         path,
         None if listed is None else listed.blob_id,
+        repo.headers,
     )
 
 
@@ -206,7 +209,7 @@ def _hub_index(repo: HubRepo, path: str) -> IndexSource:
         full = posixpath.join(base, name) if base else name
         return _hub_entry(repo, full) if full in repo.entries else None
 
-    return IndexSource(repo.url(path), repo.display(path), shard, path)
+    return IndexSource(repo.url(path), repo.display(path), shard, path, repo.headers)
 
 
 @dataclass(frozen=True)

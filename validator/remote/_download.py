@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import re
 import tempfile
@@ -203,7 +204,7 @@ def _uncached(entry: RemoteEntry) -> RemoteEntry:
     """Download reads from the network even when the hub cache has the file."""
     if entry.cached is None:
         return entry
-    return RemoteEntry(entry.url, entry.display, entry.size, entry.sha256, None, entry.rel, entry.git_blob)
+    return dataclasses.replace(entry, cached=None)
 
 
 def _commit(  # noqa: PLR0917 - one private call site

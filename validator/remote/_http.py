@@ -89,10 +89,18 @@ class Client:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def get(self, url: str, *, start: int = 0, end: int | None = None, ranged: bool = True) -> Response:
+    def get(
+        self,
+        url: str,
+        *,
+        start: int = 0,
+        end: int | None = None,
+        ranged: bool = True,
+        headers: Mapping[str, str] | None = None,
+    ) -> Response:
         """GET ``url`` (bytes ``start``..``end`` inclusive, or to the end),
         following redirects; the body is left unread."""
-        headers = {"Accept-Encoding": "identity", **self.options.headers}
+        headers = {"Accept-Encoding": "identity", **self.options.headers, **(headers or {})}
         if ranged:
             headers["Range"] = f"bytes={start}-" + ("" if end is None else str(end))
         seen = {url}
@@ -218,7 +226,8 @@ class Response:
                 self.close()
                 raise RemoteError(f"{self.url}: the transfer did not finish in time (deadline exceeded)")
             try:
-                chunk = self.raw.read(min(_CHUNK, n - got), decode_content=False)
+                # read1: one socket read at most, so the deadline is checked between arrivals.
+                chunk = self.raw.read1(min(_CHUNK, n - got), decode_content=False)
             except (_Urllib3Error, OSError) as exc:
                 self.close()
                 raise RemoteError(f"{self.url}: {_reason(exc, self.timeout)}") from exc
@@ -253,9 +262,12 @@ class RemoteFile:
     Range request.
     """
 
-    def __init__(self, client: Client, url: str, *, first: int = FIRST_READ) -> None:
+    def __init__(
+        self, client: Client, url: str, *, first: int = FIRST_READ, headers: Mapping[str, str] | None = None
+    ) -> None:
         self.client = client
         self.url = url
+        self.headers = headers
         self.first = first
         self.size = -1
         self.etag: str | None = None
@@ -292,13 +304,13 @@ class RemoteFile:
             int(linked_size) if linked_size is not None and _DIGITS.fullmatch(linked_size.strip()) else None
         )
         self.commit = resp.header("X-Repo-Commit")
-        want = min(self.first, self.size)
-        self._take(resp, want)
+        # A server may answer a shorter range than asked: take what it spans.
+        self._take(resp, min(self.first, self._stream_end))
 
     def _request(self, start: int, end: int) -> Response:
         """One Range request; sets or checks ``size``; returns the response
         positioned at ``start`` with ``_stream_end`` set."""
-        resp = self.client.get(self.url, start=start, end=end)
+        resp = self.client.get(self.url, start=start, end=end, headers=self.headers)
         self.requests += 1
         resp.check_ok()
         if resp.status == 416:
@@ -440,10 +452,12 @@ class RemoteFile:
         return got
 
 
-def fetch_small(client: Client, url: str, limit: int) -> tuple[bytes | None, int]:
+def fetch_small(
+    client: Client, url: str, limit: int, headers: Mapping[str, str] | None = None
+) -> tuple[bytes | None, int]:
     """The whole body of a small file (an index), refused unread past ``limit``:
     (its bytes, or None when it is larger than ``limit``; its size)."""
-    resp = client.get(url, ranged=False)
+    resp = client.get(url, ranged=False, headers=headers)
     resp.check_ok()
     if resp.status != 200:
         resp.close()
