@@ -167,7 +167,7 @@ def test_404_and_redirect_loop(server):
 def test_connection_refused_is_a_clear_error():
     with Server() as s:
         url = s.url
-    with pytest.raises(RemoteError, match="cannot connect|connection"):
+    with pytest.raises(RemoteError, match=r"cannot connect|connection"):
         validate_url(url + "/m.safetensors", options=FAST)
 
 
@@ -296,13 +296,15 @@ def test_hf_whole_repository(hub, server, tmp_path):
     kinds = sorted(type(r).__name__ for r in results)
     assert kinds == ["IndexReport", "Report"]
     index = next(r for r in results if type(r).__name__ == "IndexReport")
-    assert index.valid and index.findings == ()
+    assert index.valid
+    assert index.findings == ()
     assert index.path == "hf://org/model@cccccccccccc/model.safetensors.index.json"
     lone = next(r for r in results if type(r).__name__ == "Report")
     assert lone.path == "hf://org/model@cccccccccccc/extra/lone.safetensors"
     # Every file is addressed at the resolved commit, and LFS files come from the CDN.
     resolves = [p for p, _ in server.site.log if "/resolve/" in p]
-    assert resolves and all("/resolve/" + "c" * 40 + "/" in p for p in resolves)
+    assert resolves
+    assert all("/resolve/" + "c" * 40 + "/" in p for p in resolves)
     assert not any("config.json" in p for p, _ in server.site.log)
 
 

@@ -188,6 +188,8 @@ def download(
         try:
             for entry in entries:
                 header = read_header(client, _uncached(entry), prof, keep_open=True)
+                if header.file is not None:
+                    header.file.close()  # frees the connection; the bytes read stay held
                 headers.append(header)
                 refusals.extend((entry.display, f) for f in header.report.errors)
             if refusals:

@@ -129,7 +129,8 @@ class Client:
                 )
             location = raw.headers.get("Location")
             hops.append(dict(raw.headers))
-            raw.close()
+            raw.close()  # a redirect's body is never read
+            raw.release_conn()
             if not location:
                 raise RemoteError(f"{url}: HTTP {raw.status} redirect without a Location")
             here = urljoin(here, location)
@@ -247,10 +248,9 @@ class Response:
         if self._closed:
             return
         self._closed = True
-        if self.done:
-            self.raw.release_conn()
-        else:
-            self.raw.close()
+        if not self.done:
+            self.raw.close()  # the socket goes; the pool slot is handed back below
+        self.raw.release_conn()
 
 
 class RemoteFile:
