@@ -19,6 +19,7 @@ import dataclasses
 import os
 import re
 import tempfile
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
@@ -37,7 +38,8 @@ if TYPE_CHECKING:
     from validator._findings import Finding
     from validator._rules import Profile
 
-CHUNK: Final = 1 << 20
+CHUNK: Final = 8 << 20  # deep-check feed size
+BATCH: Final = 8 << 20  # bytes gathered before a write, a hash and a feed
 _HEX64: Final = re.compile(r"[0-9a-f]{64}")
 _HEX40: Final = re.compile(r"[0-9a-f]{40}")
 
@@ -121,22 +123,41 @@ def _fetch(
     if scanner is not None:
         check_names(report.tensors or {}, report.metadata, out)
     offset = 0
+    buf = bytearray()
+    hasher = ThreadPoolExecutor(max_workers=1)  # hashlib releases the GIL: hash while the next batch arrives
+    pending: list[Future[None]] = []
 
-    def take(chunk: bytes) -> None:
-        nonlocal offset
-        view = memoryview(chunk)
+    def flush() -> None:
+        nonlocal offset, buf
+        if not buf:
+            return
+        data = bytes(buf)
+        buf = bytearray()
+        view = memoryview(data)
         _write_all(fd, view)
-        digester.update(view)
+        for waiting in pending:
+            waiting.result()
+        pending[:] = [hasher.submit(digester.update, view)]
         if scanner is not None:
             for start in range(0, len(view), CHUNK):
-                piece = view[start : start + CHUNK]
-                scanner.feed(piece, offset + start)
+                scanner.feed(view[start : start + CHUNK], offset + start)
         offset += len(view)
-        if progress is not None:
-            progress(len(view))
 
-    take(remote.held())
-    remote.stream_rest(take)
+    def take(chunk: bytes) -> None:
+        buf.extend(chunk)
+        if progress is not None:
+            progress(len(chunk))
+        if len(buf) >= BATCH:
+            flush()
+
+    try:
+        take(remote.held())
+        remote.stream_rest(take)
+        flush()
+        for waiting in pending:
+            waiting.result()
+    finally:
+        hasher.shutdown(wait=True)
     if offset != header.size:
         msg = f"{entry.display}: received {offset} of {header.size} bytes"
         raise RemoteError(msg)
