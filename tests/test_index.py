@@ -89,8 +89,6 @@ def test_open_index_refuses_invalid_checkpoint(tmp_path):
         (b'{"weight_map": {}, "metadata": {"total_size": NaN}}', "not valid JSON"),
         (b'{"weight_map": {}, "metadata": {"total_size": 0}, "weight_map": {}}', "'weight_map' appears more than once"),
         (b'{"weight_map": {}, "metadata": 7}', "metadata is not an object"),
-        (b'{"weight_map": {}}', "metadata.total_size is missing"),
-        (b'{"weight_map": {}, "metadata": {}}', "metadata.total_size is missing"),
         (b'{"weight_map": {}, "metadata": {"total_size": -1}}', "must be a non-negative integer"),
         (b'{"weight_map": {}, "metadata": {"total_size": "26"}}', "must be a non-negative integer"),
         (b'{"weight_map": {}, "metadata": {"total_size": 1.5}}', "must be a non-negative integer"),
@@ -98,7 +96,7 @@ def test_open_index_refuses_invalid_checkpoint(tmp_path):
         (b"[" * 100000 + b"]" * 100000, "nests too deeply"),
     ],
     ids=["syntax", "not-utf8", "array", "no-weight-map", "weight-map-array", "shard-not-string", "nan",
-         "duplicate-top-level", "metadata-number", "total-size-missing", "total-size-missing-empty-metadata", "total-size-negative",
+         "duplicate-top-level", "metadata-number", "total-size-negative",
          "total-size-string", "total-size-float", "total-size-bool", "deep-nesting"],
 )
 def test_index_invalid(tmp_path, raw, message):
@@ -238,4 +236,161 @@ def test_sharded_save_of_numpy_arrays_round_trips(tmp_path):
 
 def test_every_index_rule_is_in_the_catalogue_region():
     codes = [r.code for r in validator.RULES if r.region == "index"]
-    assert codes == [f"ST5{i:02d}" for i in range(1, 11)]
+    assert codes == [f"ST5{i:02d}" for i in range(1, 12)]
+
+
+# --- issue 12 / 15: in-band sentinels, bounded memory, FIFOs, escaping links ---
+
+
+def test_nul_key_is_not_a_duplicate_sentinel(tmp_path):
+    # A key spelt like the old in-band marker is an ordinary (unknown) key.
+    raw = b'{"\\u0000duplicates": 5, "weight_map": {}, "metadata": {"total_size": 0}}'
+    report = validator.validate_index(write_checkpoint(tmp_path, shards={}, raw_index=raw))
+    assert report.findings == ()
+    raw = b'{"weight_map": {"\\u0000duplicates": 5}, "metadata": {"\\u0000duplicates": 1, "total_size": 0}}'
+    report = validator.validate_index(write_checkpoint(tmp_path, shards={}, raw_index=raw))
+    assert slugs(report) == ["index-invalid"]
+    assert "is not a file name" in report.findings[0].message
+
+
+def test_oversized_index_is_refused_without_reading_it(tmp_path):
+    import tracemalloc
+
+    path = tmp_path / "model.safetensors.index.json"
+    with path.open("wb") as fh:
+        fh.truncate(100_000_001)  # sparse: no disk blocks, no bytes to read
+    tracemalloc.start()
+    try:
+        report = validator.validate_index(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1_000_000, peak
+    assert slugs(report) == ["index-invalid"]
+    assert "100000001 bytes" in report.findings[0].message
+
+
+def _in_thread(fn, timeout=10):
+    import threading
+
+    box = {}
+
+    def run():
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - handed back to the test
+            box["error"] = exc
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(timeout)
+    assert not t.is_alive(), "blocked"
+    return box
+
+
+def test_fifo_index_is_refused_without_blocking(tmp_path):
+    import os
+
+    path = tmp_path / "model.safetensors.index.json"
+    os.mkfifo(path)
+    box = _in_thread(lambda: validator.validate_index(path))
+    assert isinstance(box.get("error"), validator.SourceError)
+    assert "not a regular file" in str(box["error"])
+    box = _in_thread(lambda: validator.open_index(path))
+    assert isinstance(box.get("error"), validator.SourceError)
+
+
+def test_fifo_shard_is_a_finding_without_blocking(tmp_path):
+    import os
+
+    path = write_checkpoint(tmp_path)
+    (tmp_path / B).unlink()
+    os.mkfifo(tmp_path / B)
+    box = _in_thread(lambda: validator.validate_index(path))
+    report = box["value"]
+    assert slugs(report) == ["index-shard-missing"]
+    assert "not a regular file" in report.findings[0].message
+
+
+def test_shard_symlink_escaping_the_directory(tmp_path):
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    path = write_checkpoint(ckpt)
+    (ckpt / B).rename(outside / "other.safetensors")
+    (ckpt / B).symlink_to("../outside/other.safetensors")
+    report = validator.validate_index(path)
+    assert slugs(report) == ["index-shard-path"]
+    assert "symlink" in report.findings[0].message
+    assert report.findings[0].json_path == "/weight_map/head"
+    with pytest.raises(validator.InvalidIndexError):
+        validator.open_index(path)
+
+
+def test_shard_path_through_a_directory_symlink(tmp_path):
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    validator.save(SHARD_B, elsewhere / "b.safetensors")
+    (ckpt / "dirlink").symlink_to("/")
+    index = default_index()
+    index["weight_map"]["head"] = "dirlink" + str(elsewhere / "b.safetensors")
+    path = write_checkpoint(ckpt, index=index, shards={A: SHARD_A})
+    report = validator.validate_index(path)
+    assert slugs(report) == ["index-shard-path"]
+    assert "outside the checkpoint" in report.findings[0].message
+
+
+def test_symlink_inside_the_directory_is_allowed(tmp_path):
+
+    path = write_checkpoint(tmp_path)
+    (tmp_path / "real").mkdir()
+    (tmp_path / B).rename(tmp_path / "real" / B)
+    (tmp_path / B).symlink_to(f"real/{B}")
+    assert validator.validate_index(path).findings == ()
+
+
+def test_hub_cache_snapshot_links_into_blobs_are_allowed(tmp_path):
+
+    repo = tmp_path / "hub" / "models--org--name"
+    blobs, snap = repo / "blobs", repo / "snapshots" / ("c" * 40)
+    blobs.mkdir(parents=True)
+    snap.mkdir(parents=True)
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    write_checkpoint(staging)
+    for i, name in enumerate([A, B, "model.safetensors.index.json"]):
+        (staging / name).rename(blobs / f"{i:064x}")
+        (snap / name).symlink_to(f"../../blobs/{i:064x}")
+    assert validator.validate_index(snap / "model.safetensors.index.json").findings == ()
+    # A link out of the repository's own folder is still refused.
+    other = tmp_path / "hub" / "models--org--other" / "blobs"
+    other.mkdir(parents=True)
+    (blobs / f"{1:064x}").rename(other / "x")
+    (snap / B).unlink()
+    (snap / B).symlink_to("../../../models--org--other/blobs/x")
+    report = validator.validate_index(snap / "model.safetensors.index.json")
+    assert slugs(report) == ["index-shard-path"]
+
+
+@pytest.mark.parametrize("raw", [b'{"weight_map": {}}', b'{"weight_map": {}, "metadata": {}}'], ids=["no-metadata", "empty-metadata"])
+def test_index_without_total_size_is_valid(tmp_path, raw):
+    # Issue 14: transformers needs only weight_map; a missing total_size was
+    # an ST501 error and is now the ST511 warning.
+    report = validator.validate_index(write_checkpoint(tmp_path, shards={}, raw_index=raw))
+    assert slugs(report) == ["index-total-size-missing"]
+    assert report.valid
+
+
+def test_missing_total_size_is_a_warning(tmp_path):
+    index = default_index()
+    del index["metadata"]
+    report = validator.validate_index(write_checkpoint(tmp_path, index=index))
+    assert slugs(report) == ["index-total-size-missing"]
+    assert report.findings[0].code == "ST511"
+    assert report.findings[0].severity is validator.Severity.WARNING
+    assert report.valid

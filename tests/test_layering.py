@@ -5,9 +5,9 @@
 #   core         validator/_*.py: the validation core; imports only itself
 #   io           loader, writer, index, devices, dtype maps; imports the core
 #   testing      the strategies' internals; imports the core
-#   scan, fuzz, conformance
+#   scan, fuzz, conformance, remote
 #                applications; import the core and io (fuzz also drives the
-#                strategies)
+#                strategies; remote also runs the deep scanner while it downloads)
 #   cli          the command line; imports anything
 #
 # Facades: `validator/__init__.py` (the core, plus io for the typed lazy
@@ -36,7 +36,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     "conformance": frozenset({"core", "io", "conformance", "package"}),
     "package": frozenset({"core", "io", "package"}),
     "strategies": frozenset({"core", "testing", "strategies"}),
-    "cli": frozenset({"core", "io", "testing", "scan", "fuzz", "conformance", "cli", "package", "strategies"}),
+    "remote": frozenset({"core", "io", "scan", "remote", "package"}),
+    "cli": frozenset({"core", "io", "testing", "scan", "fuzz", "conformance", "remote", "cli", "package", "strategies"}),
     "main": frozenset({"cli", "package"}),
 }
 
@@ -193,6 +194,7 @@ HEAVY = (
     "validator.fuzz",
     "validator.conformance",
     "validator.testing",
+    "validator.remote",
     "validator.io",
 )
 

@@ -21,6 +21,17 @@ class SourceError(StcheckError, OSError):
     operating-system error caused it."""
 
 
+class RemoteError(SourceError):
+    """A remote source could not be read: a network error, an HTTP error
+    status, a timeout, or a server whose answers contradict themselves.  The
+    message names the URL and the reason; ``status`` is the HTTP status when
+    one caused it."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 class InvalidFileError(StcheckError):
     """A file failed validation; ``report`` holds the findings."""
 

@@ -101,8 +101,8 @@ _TABLE: Final[tuple[tuple[str, str, str, Severity, frozenset[Profile], str | Non
     ("ST408", "tensor-unaligned", "tensor's absolute start is not a multiple of its element size", _W, BOTH, None, "layout"),
     #
     # Sharded checkpoints: model.safetensors.index.json (ST5xx).
-    ("ST501", "index-invalid", "index is not a JSON object with a weight_map of names to shard files and a metadata.total_size", _E, BOTH, None, "index"),
-    ("ST502", "index-shard-path", "shard file name is empty, absolute, or leaves the index's directory", _E, BOTH, None, "index"),
+    ("ST501", "index-invalid", "index is not a JSON object with a weight_map of names to shard files", _E, BOTH, None, "index"),
+    ("ST502", "index-shard-path", "shard file name is empty or absolute, or leaves the index's directory by name or through a symlink", _E, BOTH, None, "index"),
     ("ST503", "index-shard-missing", "a shard named in the index cannot be read", _E, BOTH, None, "index"),
     ("ST504", "index-shard-invalid", "a shard named in the index fails validation", _E, BOTH, None, "index"),
     ("ST505", "index-tensor-missing", "a tensor the index lists is not in the shard it names", _E, BOTH, None, "index"),
@@ -111,6 +111,7 @@ _TABLE: Final[tuple[tuple[str, str, str, Severity, frozenset[Profile], str | Non
     ("ST508", "index-total-size-mismatch", "metadata.total_size differs from the sum of the tensors' bytes", _E, BOTH, None, "index"),
     ("ST509", "index-key-missing", "an expected tensor name is not in the index", _E, BOTH, None, "index"),
     ("ST510", "index-key-unexpected", "the index lists a tensor name that was not expected", _E, BOTH, None, "index"),
+    ("ST511", "index-total-size-missing", "the index has no metadata.total_size to check the shards against", _W, BOTH, None, "index"),
     #
     # Deep scan of tensor contents, integrity and policy (ST6xx).
     ("ST601", "tensor-nan-inf", "float tensor holds NaN or infinite values", _W, BOTH, None, "deep"),

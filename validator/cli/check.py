@@ -15,12 +15,21 @@ from validator._errors import SourceError
 from validator._rules import RULES, Profile
 from validator._validate import validate
 from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
+from validator.cli.targets import (
+    add_remote_options,
+    check_target,
+    checkpoint_heading,
+    checkpoint_json,
+    expand_targets,
+    inspect_target,
+)
 
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Iterator
 
     from validator._findings import Report
+    from validator.io.index import IndexReport
 
 SUFFIX = ".safetensors"
 
@@ -31,12 +40,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--profile", choices=[p.value for p in Profile], default="strict")
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.add_argument("--no-warnings", action="store_true", help="do not print warnings")
+    add_remote_options(p)  # remote/checkpoint hook (validator.cli.targets)
     p.set_defaults(run=run_check)
 
     p = sub.add_parser("inspect", help="print a file's tensor table and metadata")
     p.add_argument("path", metavar="FILE")
     p.add_argument("--profile", choices=[p.value for p in Profile], default="strict")
     p.add_argument("--format", choices=["text", "json"], default="text")
+    add_remote_options(p)  # remote/checkpoint hook (validator.cli.targets)
     p.set_defaults(run=run_inspect)
 
     p = sub.add_parser("rules", help="list the rule catalogue")
@@ -62,24 +73,36 @@ def iter_files(paths: list[str], errors: list[str]) -> Iterator[str]:
 def run_check(args: argparse.Namespace) -> int:
     errors: list[str] = []
     reports: list[Report] = []
+    checkpoints: list[IndexReport] = []
     text = args.format == "text"
-    for path in iter_files(args.paths, errors):
+    # Hook (validator.cli.targets): files, indexes, directories and remote sources.
+    for target in expand_targets(args.paths, errors):
         try:
-            report = validate(path, profile=args.profile)
+            checked = check_target(target, args.profile, args)
         except SourceError as exc:
             errors.append(str(exc))
             continue
-        reports.append(report)
+        checkpoints.extend(checked.checkpoints)
         if text:
-            for finding in report.findings:
-                if args.no_warnings and finding.severity.value == "warning":
-                    continue
-                sys.stdout.write(finding.format(path) + "\n")
+            for index in checked.checkpoints:
+                print(checkpoint_heading(index))
+                for finding in index.findings:
+                    if not (args.no_warnings and finding.severity.value == "warning"):
+                        sys.stdout.write(finding.format(index.path) + "\n")
+        for report in checked.reports:
+            path = report.path or target.path
+            reports.append(report)
+            if text:
+                for finding in report.findings:
+                    if args.no_warnings and finding.severity.value == "warning":
+                        continue
+                    sys.stdout.write(finding.format(path) + "\n")
     for message in errors:
         print(f"stcheck: {message}", file=sys.stderr)
     invalid = sum(not r.valid for r in reports)
-    n_err = sum(len(r.errors) for r in reports)
-    n_warn = sum(len(r.warnings) for r in reports)
+    bad_checkpoints = sum(not c.valid for c in checkpoints)
+    n_err = sum(len(r.errors) for r in reports) + sum(len(c.errors) for c in checkpoints)
+    n_warn = sum(len(r.warnings) for r in reports) + sum(len(c.warnings) for c in checkpoints)
     n_sup = sum(r.suppressed for r in reports)
     if text:
         print(
@@ -87,6 +110,7 @@ def run_check(args: argparse.Namespace) -> int:
             f"{len(reports) - invalid} valid, {invalid} invalid; {n_err} errors, {n_warn} warnings"
             + (f"; {n_sup} more findings not listed (1000 per rule kept)" if n_sup else "")
             + (f"; {len(errors)} unreadable" if errors else "")
+            + (f"; {len(checkpoints)} checkpoints, {bad_checkpoints} invalid" if checkpoints else "")
         )
     else:
         doc = {
@@ -94,6 +118,7 @@ def run_check(args: argparse.Namespace) -> int:
             "version": __version__,
             "profile": args.profile,
             "files": [r.to_json() for r in reports],
+            **({"checkpoints": [checkpoint_json(c) for c in checkpoints]} if checkpoints else {}),
             "summary": {
                 "files": len(reports),
                 "valid": len(reports) - invalid,
@@ -108,7 +133,7 @@ def run_check(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     if errors:
         return EXIT_ERROR
-    return EXIT_INVALID if invalid else EXIT_OK
+    return EXIT_INVALID if invalid or bad_checkpoints else EXIT_OK
 
 
 def _fmt_table(rows: list[list[str]], headers: list[str]) -> str:
@@ -126,6 +151,9 @@ def _fmt_table(rows: list[list[str]], headers: list[str]) -> str:
 
 
 def run_inspect(args: argparse.Namespace) -> int:
+    handled = inspect_target(args)  # hook (validator.cli.targets): checkpoints, directories, remote sources
+    if handled is not None:
+        return handled
     try:
         report = validate(args.path, profile=args.profile)
     except SourceError as exc:

@@ -35,6 +35,7 @@ _COMMANDS: Final = {
     "fuzz": ("validator.cli.fuzz", "fuzz"),
     "scan": ("validator.cli.scan", "scan"),
     "conformance": ("validator.cli.conformance", None),
+    "download": ("validator.cli.download", "remote"),
 }
 
 

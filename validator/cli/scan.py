@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING
 from validator._errors import SourceError
 from validator._rules import Profile, Severity
 from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
+from validator.cli.targets import ScanPlan, add_remote_options, scan_plan
 from validator.scan.engine import (
     DEFAULT_CHUNK,
     Job,
     Options,
     default_hf_cache,
     hf_cache_jobs,
-    iter_paths,
     run_jobs,
     stderr_is_tty,
     total_size,
@@ -87,6 +87,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default="auto",
         help="progress bar on stderr (auto: on a terminal)",
     )
+    add_remote_options(p)  # remote/checkpoint hook (validator.cli.targets)
     p.set_defaults(run=run_scan)
 
 
@@ -152,10 +153,10 @@ def progress_bar(mode: str, total: int, files: int) -> AbstractContextManager[Ca
     return _RichBar(total, files) if want_progress(mode) else _NoBar()
 
 
-def _jobs(args: argparse.Namespace, errors: list[str]) -> Iterator[Job]:
+def _jobs(args: argparse.Namespace, errors: list[str], plan: ScanPlan) -> Iterator[Job]:
     if args.hf_cache is not None:
         yield from hf_cache_jobs(args.hf_cache or default_hf_cache(), errors)
-    for path in iter_paths(args.paths, errors):
+    for path in plan.paths:
         yield Job(path, ((path, None),))
 
 
@@ -173,7 +174,9 @@ def run_scan(args: argparse.Namespace) -> int:
     except (PolicyError, SourceError, ValueError) as exc:
         return _fail(str(exc))
     errors: list[str] = []
-    jobs = list(_jobs(args, errors))
+    # Hook (validator.cli.targets): indexes, directories holding them, and remote sources.
+    plan = scan_plan(args.paths, args.profile, policy, errors, args)
+    jobs = list(_jobs(args, errors, plan))
     if sha256 is not None and len(jobs) != 1:
         return _fail(f"--sha256 names the digest of one file, but {len(jobs)} files were found; use --checksums")
     options = Options(
@@ -187,7 +190,7 @@ def run_scan(args: argparse.Namespace) -> int:
     workers = args.jobs if args.jobs > 0 else (os.cpu_count() or 1)
     started = time.perf_counter()
     with progress_bar(args.progress, total_size(jobs), len(jobs)) as advance:
-        results = run_jobs(jobs, options, workers=workers, progress=advance)
+        results = plan.merge(run_jobs(jobs, options, workers=workers, progress=advance))
     seconds = time.perf_counter() - started
     policy_name = None if policy is None else policy.source
     text = render(

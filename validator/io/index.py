@@ -2,10 +2,18 @@
 # ({"metadata": {"total_size": N}, "weight_map": {tensor: shard file}}), plus
 # the shard files beside it.  The index is read with the C json module (with
 # duplicate keys and NaN refused), each shard's header is validated with the
-# core, and the two are compared: every listed tensor in exactly its named
-# shard, no shard holding a tensor the index does not place there, and
-# total_size equal to the sum of the tensors' bytes.  Findings come from the
-# rule catalogue's ST5xx rows through the same Checker as the core's.
+# core, and the two are compared (checkpoint.py): every listed tensor in
+# exactly its named shard, no shard holding a tensor the index does not place
+# there, and total_size equal to the sum of the tensors' bytes.  Findings come
+# from the rule catalogue's ST5xx rows through the same Checker as the core's.
+#
+# Duplicate keys are recorded on the parsed objects themselves (a dict
+# subclass with a `duplicates` slot), never as an in-band key that a hostile
+# index could spell.  An index over the size limit is refused from fstat,
+# before a byte of it is read.  Shard names are checked twice: as text (no
+# absolute path, no `..`), then on disk (the resolved file must stay in the
+# index's directory, or, in a Hugging Face hub cache, in the same
+# repository's cache folder, whose snapshots are symlinks into blobs/).
 #
 # The index format has no written spec; it is what transformers'
 # `save_pretrained` writes and `from_pretrained` reads.  transformers does not
@@ -14,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import TYPE_CHECKING, Any, Final, NoReturn
@@ -24,6 +33,7 @@ from validator._errors import InvalidIndexError, SourceError, TensorNotFoundErro
 from validator._findings import Finding, ReportBase
 from validator._source import RegularFile, os_error, read_exact
 from validator._validate import _profile, validate
+from validator.io.checkpoint import ParsedIndex, ShardProblem, cross_check, shard_names
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterator, Mapping
@@ -33,7 +43,17 @@ if TYPE_CHECKING:
     from validator.io.loader import SafetensorsFile, TensorSlice
 
 MAX_INDEX_SIZE: Final = 100_000_000
-_INVALID_METADATA: Final[dict[str, Any]] = {}  # identity marks "already reported"
+# transformers: model.safetensors.index.json, and with a variant
+# model.safetensors.index.fp16.json; diffusers: diffusion_pytorch_model.
+# safetensors.index.json and its variants, named the same way.
+_INDEX_NAME: Final = re.compile(r".+\.safetensors\.index(?:\.[^./\\]+)?\.json")
+# A hub cache repository folder: <cache>/models--org--name (or datasets--, spaces--).
+_HUB_REPO: Final = re.compile(r"(?:models|datasets|spaces)--.+")
+
+
+def is_index_name(name: str) -> bool:
+    """Whether a file name is a sharded checkpoint's index by its name."""
+    return _INDEX_NAME.fullmatch(os.path.basename(name)) is not None  # noqa: PTH119
 
 
 @dataclass(frozen=True)
@@ -58,16 +78,27 @@ class IndexReport(ReportBase[Finding]):
         }
 
 
-def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    dupes = []
+class _Object(dict[str, Any]):
+    """A parsed JSON object that remembers the keys it saw twice."""
+
+    __slots__ = ("duplicates",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.duplicates: list[str] = []
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> _Object:
+    out = _Object()
     for key, value in pairs:
         if key in out:
-            dupes.append(key)
+            out.duplicates.append(key)
         out[key] = value
-    if dupes:
-        out["\x00duplicates"] = dupes
     return out
+
+
+def _duplicates(obj: dict[str, Any]) -> list[str]:
+    return obj.duplicates if isinstance(obj, _Object) else []
 
 
 def _refuse_constant(token: str) -> NoReturn:
@@ -75,58 +106,49 @@ def _refuse_constant(token: str) -> NoReturn:
     raise ValueError(msg)
 
 
-def _read_index(path: str) -> bytes:
+def read_index(path: str) -> tuple[bytes | None, int]:
+    """(the index's bytes, its size); the bytes are None when it is too large.
+
+    Raises SourceError when the file cannot be opened or is not a regular file.
+    """
     with RegularFile(path) as (fd, st):
+        if st.st_size > MAX_INDEX_SIZE:
+            return None, st.st_size
         try:
-            if st.st_size > MAX_INDEX_SIZE:
-                return b"\x00" * (MAX_INDEX_SIZE + 1)
-            return read_exact(fd, 0, MAX_INDEX_SIZE + 1)
+            raw = read_exact(fd, 0, MAX_INDEX_SIZE + 1)
         except OSError as exc:
             raise os_error(path, exc) from exc
+        return raw, len(raw)
 
 
-def _unsafe_shard_name(name: str) -> str | None:
-    """Why ``name`` may not be joined to the index's directory, or None."""
-    if not name:
-        return "is empty"
-    if "\x00" in name or "\\" in name:
-        return "holds a NUL or backslash"
-    if PurePosixPath(name).is_absolute() or PureWindowsPath(name).drive:
-        return "is an absolute path"
-    if ".." in name.split("/"):
-        return "climbs out of the index's directory with '..'"
-    return None
-
-
-def _parse(raw: bytes, out: Checker) -> tuple[dict[str, str] | None, dict[str, Any] | None]:
-    """The weight map and metadata (_INVALID_METADATA when reported invalid),
-    or (None, None) when the index is unusable."""
-    if len(raw) > MAX_INDEX_SIZE:
-        out.add("index-invalid", f"index is larger than {MAX_INDEX_SIZE} bytes", None)
-        return None, None
+def parse_index(raw: bytes | None, size: int, out: Checker) -> ParsedIndex | None:
+    """The usable content of an index, or None when it is unusable (reported)."""
+    if raw is None or len(raw) > MAX_INDEX_SIZE:
+        out.add("index-invalid", f"index is {size} bytes, larger than the limit of {MAX_INDEX_SIZE} bytes", None)
+        return None
     try:
         root = json.loads(raw.decode("utf-8"), object_pairs_hook=_pairs, parse_constant=_refuse_constant)
     except UnicodeDecodeError as exc:
         out.add("index-invalid", f"index is not UTF-8 ({exc.reason} at byte {exc.start})", exc.start)
-        return None, None
+        return None
     except RecursionError:
         out.add("index-invalid", "index JSON nests too deeply", None)
-        return None, None
+        return None
     except ValueError as exc:
         out.add("index-invalid", f"index is not valid JSON: {exc}", None)
-        return None, None
+        return None
     if not isinstance(root, dict):
         out.add("index-invalid", f"index is a JSON {type(root).__name__}; it must be an object", None)
-        return None, None
-    for key in root.pop("\x00duplicates", []):
+        return None
+    for key in _duplicates(root):
         out.add("index-invalid", f"top-level key {key!r} appears more than once", None, json_path=pointer(key))
     weight_map = root.get("weight_map")
     if not isinstance(weight_map, dict):
         what = "missing" if weight_map is None else f"a JSON {type(weight_map).__name__}"
         msg = f"weight_map is {what}; it must be an object of tensor names to shard files"
         out.add("index-invalid", msg, None, json_path="/weight_map")
-        return None, None
-    for name in weight_map.pop("\x00duplicates", []):
+        return None
+    for name in _duplicates(weight_map):
         out.add(
             "index-tensor-duplicated",
             f"tensor {name!r} is listed more than once in weight_map; JSON readers keep the last shard",
@@ -142,34 +164,55 @@ def _parse(raw: bytes, out: Checker) -> tuple[dict[str, str] | None, dict[str, A
             continue
         clean[name] = shard
     metadata = root.get("metadata")
-    if metadata is not None and not isinstance(metadata, dict):
+    metadata_ok = metadata is None or isinstance(metadata, dict)
+    if not metadata_ok:
         out.add("index-invalid", "metadata is not an object", None, json_path="/metadata")
-        return clean, _INVALID_METADATA
-    if isinstance(metadata, dict):
-        metadata.pop("\x00duplicates", None)
-    return clean, metadata
+    return ParsedIndex(clean, metadata if metadata_ok else None, metadata_ok, shard_names(clean))
 
 
-def _check_total_size(metadata: dict[str, Any] | None, total: int | None, out: Checker) -> None:
-    if metadata is _INVALID_METADATA:
-        return
-    declared = None if metadata is None else metadata.get("total_size")
-    if declared is None:
-        # transformers' save_pretrained always writes it; without it a
-        # truncated download cannot be told from a complete one.
-        out.add("index-invalid", "metadata.total_size is missing", None, json_path="/metadata/total_size")
-        return
-    if type(declared) is not int or declared < 0:
-        msg = f"metadata.total_size is {declared!r}; it must be a non-negative integer"
-        out.add("index-invalid", msg, None, json_path="/metadata/total_size")
-        return
-    if total is not None and declared != total:
-        out.add(
-            "index-total-size-mismatch",
-            f"metadata.total_size is {declared} but the listed tensors hold {total} bytes ({declared - total:+d})",
-            None,
-            json_path="/metadata/total_size",
-        )
+def unsafe_shard_name(name: str) -> str | None:
+    """Why ``name`` may not be joined to the index's directory, or None."""
+    if not name:
+        return "is empty"
+    if "\x00" in name or "\\" in name:
+        return "holds a NUL or backslash"
+    if PurePosixPath(name).is_absolute() or PureWindowsPath(name).drive:
+        return "is an absolute path"
+    if ".." in name.split("/"):
+        return "climbs out of the index's directory with '..'"
+    return None
+
+
+def _allowed_root(real_base: str) -> str:
+    """The folder a shard may resolve into: the index's own directory, or the
+    hub cache repository folder that holds it (snapshots link into blobs/)."""
+    here = real_base
+    while True:
+        parent = os.path.dirname(here)  # noqa: PTH120
+        if parent == here:
+            return real_base
+        repo = os.path.dirname(parent)  # noqa: PTH120
+        if os.path.basename(parent) == "snapshots" and _HUB_REPO.fullmatch(os.path.basename(repo)):  # noqa: PTH119
+            return repo
+        here = parent
+
+
+def _inside(path: str, root: str) -> bool:
+    try:
+        return os.path.commonpath([path, root]) == root
+    except ValueError:  # different drives
+        return False
+
+
+def escaping_link(base: str, shard: str) -> str | None:
+    """Why the shard file, followed through symlinks, lies outside the
+    checkpoint, or None.  (A link swapped after this check and before the
+    open is not caught: the check and the open are two system calls.)"""
+    real_base = os.path.realpath(base or ".")
+    target = os.path.realpath(os.path.join(real_base, shard))  # noqa: PTH118
+    if _inside(target, real_base) or _inside(target, _allowed_root(real_base)):
+        return None
+    return f"resolves through a symlink to {target!r}, outside the checkpoint directory"
 
 
 def validate_index(
@@ -182,92 +225,35 @@ def validate_index(
 
     Every tensor in ``weight_map`` must be in exactly the shard it names, no
     shard may hold a tensor the index does not place there, each shard must
-    pass validation under ``profile``, and ``metadata.total_size`` must equal
-    the sum of the tensors' bytes.  With ``expected_keys``, names the index
-    lacks are ``index-key-missing`` findings and extra names are
-    ``index-key-unexpected`` ones.  Only the shards' headers are read.
-    Raises SourceError when the index itself cannot be read.
+    pass validation under ``profile``, and ``metadata.total_size``, when
+    present, must equal the sum of the tensors' bytes (when absent it is a
+    warning).  Shard names must stay inside the index's directory, also
+    through symlinks (a hub cache's links into its blobs/ are allowed).
+    With ``expected_keys``, names the index lacks are ``index-key-missing``
+    findings and extra names are ``index-key-unexpected`` ones.  Only the
+    shards' headers are read.  Raises SourceError when the index itself
+    cannot be read.
     """
     prof = _profile(profile)
     where = os.fspath(path)
     out = Checker()
-    weight_map, metadata = _parse(_read_index(where), out)
-    if weight_map is None:
+    raw, size = read_index(where)
+    parsed = parse_index(raw, size, out)
+    if parsed is None:
         return IndexReport(where, tuple(out.findings))
     base = os.path.dirname(where)  # noqa: PTH120
-    reports: dict[str, Report] = {}
-    usable: dict[str, Mapping[str, TensorInfo]] = {}
-    for shard in sorted(set(weight_map.values())):
-        first = min(n for n, s in weight_map.items() if s == shard)
-        at = pointer("weight_map", first)
-        problem = _unsafe_shard_name(shard)
+    outcomes: dict[str, Report | ShardProblem] = {}
+    for shard in parsed.first_name:
+        problem = unsafe_shard_name(shard) or escaping_link(base, shard)
         if problem is not None:
-            out.add("index-shard-path", f"shard file name {shard!r} {problem}", None, json_path=at)
+            outcomes[shard] = ShardProblem("index-shard-path", f"shard file name {shard!r} {problem}")
             continue
         try:
-            report = validate(os.path.join(base, shard), profile=prof)  # noqa: PTH118
+            outcomes[shard] = validate(os.path.join(base, shard), profile=prof)  # noqa: PTH118
         except SourceError as exc:
-            out.add("index-shard-missing", f"shard {shard!r}: {exc}", None, json_path=at)
-            continue
-        reports[shard] = report
-        if not report.valid:
-            first_error = report.first_error
-            detail = first_error.format(shard) if first_error is not None else shard
-            out.add("index-shard-invalid", f"shard {shard!r} is invalid: {detail}", None, json_path=at)
-            continue
-        usable[shard] = report.tensors or {}
-    holders: dict[str, list[str]] = {}
-    for shard, tensors in usable.items():
-        for name in tensors:
-            holders.setdefault(name, []).append(shard)
-    total: int | None = 0
-    for name, shard in weight_map.items():
-        held = usable.get(shard)
-        if held is None:
-            total = None  # unknowable: the shard is missing or invalid
-            continue
-        if name not in held:
-            elsewhere = [s for s in holders.get(name, []) if s != shard]
-            hint = f"; it is in {', '.join(map(repr, elsewhere))}" if elsewhere else ""
-            out.add(
-                "index-tensor-missing",
-                f"tensor {name!r} is listed in shard {shard!r}, which does not hold it{hint}",
-                None,
-                tensor=name,
-                json_path=pointer("weight_map", name),
-            )
-            total = None
-            continue
-        if total is not None:
-            total += held[name].nbytes
-    for name in sorted(holders):
-        shards = holders[name]
-        if len(shards) > 1:
-            out.add(
-                "index-tensor-duplicated",
-                f"tensor {name!r} is held by {len(shards)} shards: {', '.join(map(repr, shards))}",
-                None,
-                tensor=name,
-            )
-            continue
-        listed = weight_map.get(name)
-        if listed != shards[0]:
-            placed = "does not list it" if listed is None else f"places it in {listed!r}"
-            out.add(
-                "index-tensor-unlisted",
-                f"shard {shards[0]!r} holds tensor {name!r}, but the index {placed}",
-                None,
-                tensor=name,
-            )
-    _check_total_size(metadata, total, out)
-    if expected_keys is not None:
-        expected = set(expected_keys)
-        for name in sorted(expected - weight_map.keys()):
-            out.add("index-key-missing", f"expected tensor {name!r} is not in the index", None, tensor=name)
-        for name in sorted(weight_map.keys() - expected):
-            msg = f"the index lists {name!r}, which was not expected"
-            out.add("index-key-unexpected", msg, None, tensor=name, json_path=pointer("weight_map", name))
-    return IndexReport(where, tuple(out.findings), weight_map, metadata, reports, total)
+            outcomes[shard] = ShardProblem("index-shard-missing", f"shard {shard!r}: {exc}")
+    reports, total = cross_check(parsed, outcomes, out, expected_keys=expected_keys)
+    return IndexReport(where, tuple(out.findings), parsed.weight_map, parsed.metadata, reports, total)
 
 
 class ShardedFile:

@@ -1,0 +1,109 @@
+# Strategy: `stcheck download SOURCE -o DIR`, the command form of
+# validator.remote.download: every header is vetted before any tensor data is
+# fetched, then each file is streamed once (written, hashed, deep-checked)
+# and renamed into place only when everything passed.  Progress goes to
+# stderr: a redrawn line on a terminal, else one line every few seconds.
+#
+# Exit codes: 0 downloaded, 1 refused (findings printed), 2 usage, network or
+# I/O error.
+# ruff: noqa: T201
+from __future__ import annotations
+
+import sys
+import time
+from typing import TYPE_CHECKING
+
+from validator._errors import SourceError
+from validator._rules import Profile
+from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
+
+if TYPE_CHECKING:
+    import argparse
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "download",
+        help="vet a remote file or checkpoint from its headers, then download it with sha256 and deep checks",
+        description=(
+            "Check every header of SOURCE (an http(s) URL or hf:// address of a file, an index, or a repository) "
+            "before any tensor data is fetched; then stream each file once, computing its sha256 and running the "
+            "deep checks, and rename it into DIR only when everything passed."
+        ),
+        epilog="Exit codes: 0 downloaded, 1 refused (findings), 2 usage, network or I/O error.",
+    )
+    p.add_argument("source", metavar="SOURCE", help="http(s):// URL or hf://NAMESPACE/NAME[@REVISION][/PATH]")
+    p.add_argument("-o", "--output", required=True, metavar="DIR", help="directory to download into")
+    p.add_argument("--sha256", metavar="HEX", help="expected sha256 of the file (one file only)")
+    p.add_argument("--profile", choices=[p.value for p in Profile], default="strict", help="rule set (default strict)")
+    p.add_argument("--no-deep", action="store_true", help="skip the deep checks of tensor contents")
+    p.add_argument(
+        "--progress", choices=["auto", "always", "never"], default="auto", help="progress on stderr (default auto)"
+    )
+    p.add_argument("--timeout", type=float, default=30.0, metavar="S", help="seconds per connect and per read")
+    p.add_argument("--concurrency", type=int, default=16, metavar="N", help="header fetches in flight at once")
+    p.set_defaults(run=run_download)
+
+
+class _Progress:
+    def __init__(self, mode: str) -> None:
+        tty = sys.stderr.isatty()
+        self.on = mode == "always" or (mode == "auto" and tty)
+        self.tty = tty
+        self.last = 0.0
+
+    def __call__(self, name: str, seen: int, size: int) -> None:
+        if not self.on:
+            return
+        now = time.monotonic()
+        done = seen >= size
+        if not done and now - self.last < (0.2 if self.tty else 5.0):
+            return
+        self.last = now
+        pct = 100.0 if size == 0 else 100.0 * seen / size
+        line = f"{name}: {seen / 2**20:,.1f} / {size / 2**20:,.1f} MiB ({pct:.0f}%)"
+        sys.stderr.write(("\r" + line + ("\n" if done else "")) if self.tty else line + "\n")
+        sys.stderr.flush()
+
+
+def run_download(args: argparse.Namespace) -> int:
+    try:
+        from validator.remote import DownloadRefused, default_options, download  # noqa: PLC0415 - the remote extra
+    except ImportError as exc:
+        print(f"stcheck download: needs the remote extra: pip install 'stcheck[remote]' ({exc.name})", file=sys.stderr)
+        return EXIT_ERROR
+    sha256 = None
+    if args.sha256:
+        from validator.scan.integrity import normalise_sha256  # noqa: PLC0415 - only with --sha256
+
+        try:
+            sha256 = normalise_sha256(args.sha256)
+        except ValueError as exc:
+            print(f"stcheck download: {exc}", file=sys.stderr)
+            return EXIT_ERROR
+    options = default_options(timeout=args.timeout, concurrency=args.concurrency)
+    try:
+        done = download(
+            args.source,
+            args.output,
+            profile=args.profile,
+            sha256=sha256,
+            deep=not args.no_deep,
+            options=options,
+            progress=_Progress(args.progress),
+        )
+    except DownloadRefused as exc:
+        for where, finding in exc.findings:
+            print(finding.format(where))
+        print(f"stcheck download: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    except (SourceError, ValueError) as exc:
+        print(f"stcheck download: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    for item in done:
+        for finding in item.findings:
+            print(finding.format(item.path))
+        checked = f"sha256 checked against {item.expected}" if item.expected else "no expected digest known"
+        print(f"{item.path}: {item.size:,} bytes, sha256 {item.sha256} ({checked})")
+    print(f"{len(done)} file{'s' if len(done) != 1 else ''} downloaded into {args.output}")
+    return EXIT_OK

@@ -1,0 +1,27 @@
+"""Remote checks: validate safetensors files and sharded checkpoints over
+HTTP(S) and ``hf://`` from their headers alone, and download them safely.
+
+Needs the ``remote`` extra (``pip install 'stcheck[remote]'``): urllib3 for
+HTTP, huggingface_hub for ``hf://`` addresses.  ``validator.validate`` keeps
+its contract that a ``str`` is a local path; remote sources go through these
+functions instead.
+"""
+
+from __future__ import annotations
+
+from validator._errors import RemoteError
+from validator.remote._check import check_source, default_options, validate_remote_index, validate_url
+from validator.remote._download import DownloadRefused, FileDone, download
+from validator.remote._http import Options
+
+__all__ = [
+    "DownloadRefused",
+    "FileDone",
+    "Options",
+    "RemoteError",
+    "check_source",
+    "default_options",
+    "download",
+    "validate_remote_index",
+    "validate_url",
+]

@@ -1,0 +1,478 @@
+# Strategy: the only module that speaks HTTP.  A safetensors header sits at
+# the front of the file, so a remote check needs the first 8 + N bytes and
+# the file's total length, nothing else.  RemoteFile asks for the first
+# FIRST_READ bytes with one Range request; the total comes from its
+# Content-Range (206), its Content-Length (200) or the `*/total` of a 416.
+# When the header is longer than that first piece, one more Range request
+# fetches the rest: two requests per file at most, and never more than
+# 8 + N + FIRST_READ bytes asked for.
+#
+# Every server is treated as hostile:
+# - a 200 to a Range request (Range ignored) is read as a stream only as far
+#   as needed, then the connection is closed: the body is never drained;
+# - a 206 whose Content-Range does not start where asked, whose span or
+#   total is malformed, or whose body is shorter than its span is refused;
+# - the total must be the same in every response about one file;
+# - redirects are followed here, not by urllib3, at most MAX_REDIRECTS hops,
+#   http(s) only, a repeated URL is a loop, and the Authorization header is
+#   dropped when a hop leaves the origin (the hub redirects to a CDN);
+# - content codings are refused (we ask for identity; a gzip body would be
+#   neither the file's bytes nor bounded);
+# - each socket operation has a timeout and each request a deadline, checked
+#   between reads, so a server that drips a byte at a time is cut off.
+# Failures raise RemoteError (a SourceError, so an OSError) naming the URL
+# and the reason; the CLI turns them into exit code 2.
+#
+# The client is urllib3: maintained, without dependencies of its own, on every
+# Python we support, with raw reads (no decoding), per-connect and per-read
+# timeouts and a bounded, thread-safe connection pool.
+from __future__ import annotations
+
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Final
+from urllib.parse import urljoin, urlsplit
+
+import urllib3
+from urllib3.exceptions import HTTPError as _Urllib3Error
+
+from validator._errors import RemoteError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from urllib3.response import BaseHTTPResponse
+
+FIRST_READ: Final = 64 << 10  # bytes asked for by the first request of a file
+MAX_REDIRECTS: Final = 10
+_REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
+_CHUNK: Final = 1 << 20
+# Content-Range: bytes first-last/total, or bytes */total (RFC 9110 14.4).
+_CONTENT_RANGE: Final = re.compile(r"bytes (\d{1,20})-(\d{1,20})/(\d{1,20}|\*)")
+_UNSATISFIED: Final = re.compile(r"bytes \*/(\d{1,20})")
+_DIGITS: Final = re.compile(r"\d{1,20}")
+
+
+@dataclass(frozen=True)
+class Options:
+    """How remote reads behave: timeouts, deadline, bound on concurrency."""
+
+    timeout: float = 30.0  # seconds per connect and per socket read
+    deadline: float = 300.0  # seconds per request, checked between reads
+    concurrency: int = 16  # header fetches in flight at once
+    headers: Mapping[str, str] = field(default_factory=dict)  # sent to the first origin only
+
+
+class Client:
+    """A pool of connections shared by every request of one command."""
+
+    def __init__(self, options: Options | None = None) -> None:
+        self.options = options or Options()
+        self.pool = urllib3.PoolManager(
+            num_pools=32,
+            maxsize=max(1, self.options.concurrency),
+            block=True,
+            retries=False,
+            timeout=urllib3.Timeout(connect=self.options.timeout, read=self.options.timeout),
+        )
+        self._lock = threading.Lock()
+        self.requests = 0
+
+    def close(self) -> None:
+        self.pool.clear()
+
+    def __enter__(self) -> Client:  # noqa: PYI034 - not meant to be subclassed
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def get(
+        self,
+        url: str,
+        *,
+        start: int = 0,
+        end: int | None = None,
+        ranged: bool = True,
+        headers: Mapping[str, str] | None = None,
+    ) -> Response:
+        """GET ``url`` (bytes ``start``..``end`` inclusive, or to the end),
+        following redirects; the body is left unread."""
+        headers = {"Accept-Encoding": "identity", **self.options.headers, **(headers or {})}
+        if ranged:
+            headers["Range"] = f"bytes={start}-" + ("" if end is None else str(end))
+        seen = {url}
+        hops: list[Mapping[str, str]] = []
+        here = url
+        origin = _origin(url)
+        for _ in range(MAX_REDIRECTS + 1):
+            if urlsplit(here).scheme not in {"http", "https"}:
+                raise RemoteError(f"{url}: redirected to {here!r}, which is not an http(s) URL")
+            with self._lock:
+                self.requests += 1
+            try:
+                raw = self.pool.request(
+                    "GET", here, headers=headers, preload_content=False, redirect=False, decode_content=False
+                )
+            except (_Urllib3Error, OSError) as exc:
+                raise RemoteError(f"{url}: {_reason(exc, self.options.timeout)}") from exc
+            if raw.status not in _REDIRECTS:
+                return Response(
+                    url,
+                    here,
+                    raw=raw,
+                    hops=hops,
+                    deadline=time.monotonic() + self.options.deadline,
+                    timeout=self.options.timeout,
+                )
+            location = raw.headers.get("Location")
+            hops.append(dict(raw.headers))
+            raw.close()  # a redirect's body is never read
+            raw.release_conn()
+            if not location:
+                raise RemoteError(f"{url}: HTTP {raw.status} redirect without a Location")
+            here = urljoin(here, location)
+            if here in seen:
+                raise RemoteError(f"{url}: redirect loop at {here}")
+            seen.add(here)
+            if _origin(here) != origin:
+                headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+        raise RemoteError(f"{url}: more than {MAX_REDIRECTS} redirects")
+
+
+def _origin(url: str) -> tuple[str, str | None, int | None]:
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    return parts.scheme, parts.hostname, port
+
+
+def _reason(exc: BaseException, timeout: float) -> str:
+    text = str(exc)
+    if isinstance(exc, urllib3.exceptions.ConnectTimeoutError) or "connect timeout" in text.lower():
+        return f"no connection within {timeout:g} s (connect timeout)"
+    if isinstance(exc, (urllib3.exceptions.ReadTimeoutError, TimeoutError)) or "timed out" in text.lower():
+        return f"server sent nothing for {timeout:g} s (read timeout)"
+    if isinstance(exc, urllib3.exceptions.NewConnectionError):
+        return f"cannot connect: {text.split(': ', 1)[-1]}"
+    if isinstance(exc, urllib3.exceptions.ProtocolError):
+        return f"connection broken: {text}"
+    return text or type(exc).__name__
+
+
+class Response:
+    """One final (non-redirect) response, read at most as far as asked."""
+
+    def __init__(
+        self,
+        url: str,
+        final_url: str,
+        *,
+        raw: BaseHTTPResponse,
+        hops: list[Mapping[str, str]],
+        deadline: float,
+        timeout: float,
+    ) -> None:
+        self.url = url
+        self.final_url = final_url
+        self.raw = raw
+        self.hops = hops
+        self.status = raw.status
+        self.deadline = deadline
+        self.timeout = timeout
+        self.done = False  # the body was read to its end
+        self._closed = False
+
+    def header(self, name: str) -> str | None:
+        """A header of this response, else of the latest redirect hop carrying it."""
+        value = self.raw.headers.get(name)
+        if value is not None:
+            return str(value)
+        for hop in reversed(self.hops):
+            for key, hop_value in hop.items():
+                if key.lower() == name.lower():
+                    return hop_value
+        return None
+
+    def check_ok(self) -> None:
+        """Raise RemoteError for an error status or a content coding."""
+        if self.status >= 400 and self.status != 416:
+            reason = self.raw.reason or ""
+            self.close()
+            raise RemoteError(f"{self.url}: HTTP {self.status} {reason}".rstrip(), status=self.status)
+        coding = (self.raw.headers.get("Content-Encoding") or "identity").strip().lower()
+        if coding != "identity":
+            self.close()
+            raise RemoteError(f"{self.url}: the server sent a {coding!r}-encoded body; only identity is accepted")
+
+    def content_length(self) -> int | None:
+        value = self.raw.headers.get("Content-Length")
+        if value is None:
+            return None
+        if _DIGITS.fullmatch(value.strip()) is None:
+            self.close()
+            raise RemoteError(f"{self.url}: malformed Content-Length {value[:40]!r}")
+        return int(value)
+
+    def read(self, n: int, sink: Callable[[bytes], None] | None = None) -> bytes:
+        """Exactly ``n`` bytes of the body (fewer only at its end)."""
+        parts: list[bytes] = []
+        got = 0
+        while got < n:
+            if time.monotonic() > self.deadline:
+                self.close()
+                raise RemoteError(f"{self.url}: the transfer did not finish in time (deadline exceeded)")
+            try:
+                # read1: one socket read at most, so the deadline is checked between arrivals.
+                chunk = self.raw.read1(min(_CHUNK, n - got), decode_content=False)
+            except (_Urllib3Error, OSError) as exc:
+                self.close()
+                raise RemoteError(f"{self.url}: {_reason(exc, self.timeout)}") from exc
+            if not chunk:
+                self.done = True
+                break
+            got += len(chunk)
+            if sink is None:
+                parts.append(chunk)
+            else:
+                sink(chunk)
+        return b"".join(parts)
+
+    def close(self) -> None:
+        """Release a fully read connection; close one with an unread body,
+        which is never drained."""
+        if self._closed:
+            return
+        self._closed = True
+        if not self.done:
+            self.raw.close()  # the socket goes; the pool slot is handed back below
+        self.raw.release_conn()
+
+
+class RemoteFile:
+    """Random reads of one remote file, through at most a few Range requests.
+
+    ``open`` issues the first request; ``size`` is then the file's length.
+    ``read(start, n)`` serves bytes from what the first response holds, from
+    its still-open stream (a server that ignored Range), or with one more
+    Range request.
+    """
+
+    def __init__(
+        self, client: Client, url: str, *, first: int = FIRST_READ, headers: Mapping[str, str] | None = None
+    ) -> None:
+        self.client = client
+        self.url = url
+        self.headers = headers
+        self.first = first
+        self.size = -1
+        self.etag: str | None = None
+        self.linked_etag: str | None = None  # the hub's X-Linked-Etag: an LFS file's sha256
+        self.linked_size: int | None = None
+        self.commit: str | None = None
+        self.final_url = url
+        self._have = b""  # bytes 0..len(_have) of the file
+        self._stream: Response | None = None  # positioned at len(_have), ends at _stream_end
+        self._stream_end = 0
+        self.requests = 0
+
+    def __enter__(self) -> RemoteFile:  # noqa: PYI034 - not meant to be subclassed
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+
+    def open(self) -> None:
+        resp = self._request(0, self.first - 1)
+        self.final_url = resp.final_url
+        linked = resp.header("X-Linked-Etag")
+        etag = linked or resp.header("ETag")
+        self.etag = None if etag is None else etag.strip().removeprefix("W/").strip('"')
+        self.linked_etag = self.etag if linked else None
+        linked_size = resp.header("X-Linked-Size")
+        self.linked_size = (
+            int(linked_size) if linked_size is not None and _DIGITS.fullmatch(linked_size.strip()) else None
+        )
+        self.commit = resp.header("X-Repo-Commit")
+        # A server may answer a shorter range than asked: take what it spans.
+        self._take(resp, min(self.first, self._stream_end))
+
+    def _request(self, start: int, end: int) -> Response:
+        """One Range request; sets or checks ``size``; returns the response
+        positioned at ``start`` with ``_stream_end`` set."""
+        resp = self.client.get(self.url, start=start, end=end, headers=self.headers)
+        self.requests += 1
+        resp.check_ok()
+        if resp.status == 416:
+            unsatisfied = self._unsatisfied(resp)
+            self._set_size(resp, unsatisfied)
+            resp.close()
+            if start < unsatisfied:
+                raise RemoteError(f"{self.url}: HTTP 416 for bytes {start}-{end} of a {unsatisfied}-byte file")
+            self._stream_end = start
+            return resp
+        if resp.status == 206:
+            first, last, total = self._content_range(resp)
+            if first != start or (total is not None and last >= total):
+                resp.close()
+                raise RemoteError(
+                    f"{self.url}: asked for bytes {start}-{end}, the server answered bytes {first}-{last}"
+                    + ("" if total is None else f" of {total}")
+                )
+            length = resp.content_length()
+            if length is not None and length != last - first + 1:
+                resp.close()
+                raise RemoteError(
+                    f"{self.url}: Content-Length {length} does not match Content-Range bytes {first}-{last}"
+                )
+            if total is None:
+                resp.close()
+                raise RemoteError(f"{self.url}: the server does not state the file's length (Content-Range */*)")
+            self._set_size(resp, total)
+            self._stream_end = last + 1
+            return resp
+        if resp.status == 200:
+            length = resp.content_length()
+            if length is None:
+                resp.close()
+                raise RemoteError(
+                    f"{self.url}: the server ignored the Range request and gives no Content-Length; "
+                    "refusing to download the whole file to learn its length"
+                )
+            self._set_size(resp, length)
+            if start:
+                # The whole body again: skip to `start` only if it is near.
+                if start > len(self._have) + _CHUNK:
+                    resp.close()
+                    raise RemoteError(f"{self.url}: the server ignores Range requests; refusing to skip {start} bytes")
+                if resp.read(start) != self._have[:start]:
+                    resp.close()
+                    raise RemoteError(f"{self.url}: the file changed between requests")
+            self._stream_end = length
+            return resp
+        resp.close()
+        raise RemoteError(f"{self.url}: unexpected HTTP {resp.status} to a Range request")
+
+    def _unsatisfied(self, resp: Response) -> int:
+        value = resp.raw.headers.get("Content-Range") or ""
+        match = _UNSATISFIED.fullmatch(value.strip())
+        if match is None:
+            resp.close()
+            raise RemoteError(f"{self.url}: HTTP 416 without a Content-Range total")
+        return int(match.group(1))
+
+    def _content_range(self, resp: Response) -> tuple[int, int, int | None]:
+        value = resp.raw.headers.get("Content-Range")
+        match = None if value is None else _CONTENT_RANGE.fullmatch(value.strip())
+        if match is None:
+            resp.close()
+            shown = "none" if value is None else repr(value[:80])
+            raise RemoteError(f"{self.url}: HTTP 206 with a malformed Content-Range ({shown})")
+        first, last = int(match.group(1)), int(match.group(2))
+        total = None if match.group(3) == "*" else int(match.group(3))
+        if last < first:
+            resp.close()
+            raise RemoteError(f"{self.url}: HTTP 206 with a reversed Content-Range {value!r}")
+        return first, last, total
+
+    def _set_size(self, resp: Response, total: int) -> None:
+        if self.size >= 0 and total != self.size:
+            resp.close()
+            raise RemoteError(f"{self.url}: the file's length changed between requests ({self.size} then {total})")
+        self.size = total
+
+    def _take(self, resp: Response, want: int) -> None:
+        """Read the next ``want`` bytes of ``resp`` into _have; keep it open
+        when more of its body remains."""
+        data = resp.read(want)
+        if len(data) < want:
+            resp.close()
+            raise RemoteError(
+                f"{self.url}: short read: the server sent {len(self._have) + len(data)} of the "
+                f"{len(self._have) + want} bytes it promised"
+            )
+        self._have += data
+        if len(self._have) >= self._stream_end:
+            resp.done = True
+            resp.close()
+            self._stream = None
+        else:
+            self._stream = resp
+
+    def read(self, start: int, n: int) -> bytes:
+        """Bytes ``start``..``start + n`` of the file (n is clipped to its end)."""
+        stop = min(start + n, self.size)
+        if stop <= len(self._have):
+            return self._have[start:stop]
+        if self._stream is not None and stop <= self._stream_end:
+            self._take(self._stream, stop - len(self._have))
+            return self._have[start:stop]
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+        resp = self._request(len(self._have), stop - 1)
+        self._take(resp, stop - len(self._have))
+        return self._have[start:stop]
+
+    def held(self) -> bytes:
+        """Every byte read so far, from offset 0."""
+        return self._have
+
+    def stream_rest(self, sink: Callable[[bytes], None]) -> int:
+        """Feed ``sink`` every byte from len(held()) to the end; return the count."""
+        start = len(self._have)
+        if start >= self.size:
+            return 0
+        resp = self._stream
+        self._stream = None
+        if resp is None:
+            resp = self._request(start, self.size - 1)
+        want = self.size - start
+        got = 0
+
+        def count(chunk: bytes) -> None:
+            nonlocal got
+            got += len(chunk)
+            sink(chunk)
+
+        resp.read(want, count)
+        resp.close()
+        if got != want:
+            raise RemoteError(f"{self.url}: short read: the server sent {start + got} of {self.size} bytes")
+        return got
+
+
+def fetch_small(
+    client: Client, url: str, limit: int, headers: Mapping[str, str] | None = None
+) -> tuple[bytes | None, int]:
+    """The whole body of a small file (an index), refused unread past ``limit``:
+    (its bytes, or None when it is larger than ``limit``; its size)."""
+    resp = client.get(url, ranged=False, headers=headers)
+    resp.check_ok()
+    if resp.status != 200:
+        resp.close()
+        raise RemoteError(f"{url}: unexpected HTTP {resp.status}")
+    length = resp.content_length()
+    if length is not None and length > limit:
+        resp.close()
+        return None, length
+    data = resp.read(limit + 1)
+    if length is not None and len(data) != length:
+        resp.close()
+        raise RemoteError(f"{url}: short read: the server sent {len(data)} of {length} bytes")
+    if len(data) > limit:
+        resp.close()
+        return None, len(data)
+    resp.done = True
+    resp.close()
+    return data, len(data)
