@@ -143,6 +143,8 @@ _TABLE: Final[tuple[tuple[str, str, str, Severity, frozenset[Profile], str | Non
     ("ST610", "policy-too-many-tensors", "file has more tensors than the policy allows", _E, BOTH, None, "policy"),
     ("ST611", "policy-dtype-forbidden", "tensor's dtype is not allowed by the policy", _E, BOTH, None, "policy"),
     ("ST612", "policy-metadata-missing", "a metadata key the policy requires is absent", _E, BOTH, None, "policy"),
+    ("ST613", "checksum-file-missing", "a file the checksum list names is not on disk", _E, BOTH, None, "integrity"),
+    ("ST614", "download-incomplete", "a hub cache holds an interrupted download (a .incomplete blob)", _E, BOTH, None, "integrity"),
 )
 
 RULES: Final[tuple[Rule, ...]] = tuple(Rule(*row) for row in _TABLE)
