@@ -16,7 +16,7 @@ from validator._rules import Severity
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
 
-NAMED: Final = 3  # tensors named in a grouped message
+NAMED: Final = 3  # tensors named in a grouped message; up to this many stay separate findings
 
 
 def is_warning(finding: Finding) -> bool:
@@ -30,7 +30,7 @@ def group_per_tensor(
     not_kept: Mapping[str, int] | None = None,
     groupable: Callable[[Finding], bool] = is_warning,
 ) -> list[Finding]:
-    """Merge the findings of one rule that each name a tensor, when there are two or more.
+    """Merge the findings of one rule that each name a tensor, when there are more than NAMED.
 
     Only findings for which ``groupable`` is true are merged (by default,
     warnings).
@@ -44,7 +44,7 @@ def group_per_tensor(
     for f in items:
         if f.tensor is not None and groupable(f):
             by_slug.setdefault(f.slug, []).append(f)
-    grouped = {slug for slug, fs in by_slug.items() if len(fs) + extra.get(slug, 0) >= 2}
+    grouped = {slug for slug, fs in by_slug.items() if len(fs) + extra.get(slug, 0) > NAMED}
     if not grouped:
         return items
     out: list[Finding] = []
