@@ -478,3 +478,19 @@ def test_hostile_names_in_check_output(tmp_path, name) -> None:
             (entry_,) = doc["files"]
             # Exact when the name is Unicode; escaped like `ls -b` when it holds undecodable bytes.
             assert entry_["path"] == (str(path) if "\udcff" not in name else str(tmp_path) + "/bad\\xff.safetensors")
+
+
+def test_names_the_terminal_cannot_encode_are_escaped(tmp_path) -> None:
+    path = _write(tmp_path, "é.safetensors", st('{"poids_é":' + entry("F32", (1,), (0, 4)) + "}", b"\0" * 4))
+    env = {**_env(), "PYTHONIOENCODING": "ascii"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "validator", "inspect", path],
+        capture_output=True,
+        text=True,
+        timeout=_NO_HANG_S,
+        env=env,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "poids_\\xe9" in proc.stdout
+    assert "Traceback" not in proc.stderr

@@ -178,3 +178,16 @@ def test_check_cli_names_the_pickle(tmp_path: Path, capsys: pytest.CaptureFixtur
     out = capsys.readouterr().out
     assert "ST111 file-is-pickle this is a Python pickle (protocol 4), not a safetensors file" in out
     assert "do not pass it to torch.load" in out
+
+
+def test_check_on_an_index_file_is_not_only_st102(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Issue 12: `stcheck check model.safetensors.index.json` said only
+    # "ST102 header-too-large declared header length 2336927755350992246...".
+    index = tmp_path / "model.safetensors.index.json"
+    index.write_text('{\n  "metadata": {"total_size": 8},\n  "weight_map": {"w": "model-00001.safetensors"}\n}\n')
+    assert main(["check", str(index)]) == 1
+    out = capsys.readouterr().out
+    assert "2336927755350992246" not in out
+    assert "ST118 file-is-json this is a JSON document, not a safetensors file" in out
+    assert "sharded checkpoint's index" in out
+    assert "validator.validate_index" in out

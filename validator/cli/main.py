@@ -56,6 +56,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code."""
+    for stream in (sys.stdout, sys.stderr):
+        # A tensor name or a path the terminal's encoding cannot show is
+        # written escaped, never raised as UnicodeEncodeError.
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
