@@ -282,7 +282,7 @@ def scan_file(job: Job, options: Options, progress: Callable[[int], None] | None
     result = FileResult(
         path=display,
         model=model,
-        kind="safetensors" if job.validate and job.kind == "file" else "blob" if job.kind != "missing" else "missing",
+        kind=_result_kind(job),
         profile=options.profile.value,
         policy=None if policy is None else policy.source,
     )
@@ -297,6 +297,12 @@ def scan_file(job: Job, options: Options, progress: Callable[[int], None] | None
         result.error = f"{display}: out of memory"
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _result_kind(job: Job) -> str:
+    if job.kind == "missing":
+        return "missing"
+    return "safetensors" if job.validate and job.kind == "file" else "blob"
 
 
 def _not_a_file(job: Job, result: FileResult) -> None:
