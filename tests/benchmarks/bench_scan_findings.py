@@ -55,10 +55,11 @@ def build(path: Path, n: int) -> None:
         f.write(bytes(4 * n))
 
 
-def run(code: str, argv: list[str], pythonpath: str) -> tuple[int, float, int]:
+def run(code: str, argv: list[str], pythonpath: str, cwd: str) -> tuple[int, float, int]:
+    # cwd: not the checkout, whose validator/ `python -c` would import first.
     env = {**os.environ, "PYTHONPATH": pythonpath}
     proc = subprocess.run(
-        [sys.executable, "-c", code, *argv], capture_output=True, text=True, env=env, check=False, timeout=3600
+        [sys.executable, "-c", code, *argv], capture_output=True, text=True, env=env, check=False, timeout=3600, cwd=cwd
     )
     line = next((ln for ln in proc.stderr.splitlines() if ln.startswith("RESULT ")), None)
     if line is None:
@@ -78,13 +79,13 @@ def main() -> int:
         build(path, args.tensors)
         policy = Path(tmp) / "policy.toml"
         policy.write_text('forbidden_dtypes = ["F32"]\n')
-        _, ref_s, ref_rss = run(CHILD_REFERENCE, [str(path)], args.pythonpath)
+        _, ref_s, ref_rss = run(CHILD_REFERENCE, [str(path)], args.pythonpath, tmp)
         rows = []
         for fmt in args.formats.split(","):
             for label, extra in (("--deep", ["--deep"]), ("--deep + policy", ["--deep", "--policy", str(policy)])):
                 out = Path(tmp) / f"report.{fmt}"
                 argv = ["scan", "--no-config", "--progress", "never", "-j", "1", "--format", fmt, "-o", str(out)]
-                rc, seconds, rss = run(CHILD_OURS, [*argv, *extra, str(path)], args.pythonpath)
+                rc, seconds, rss = run(CHILD_OURS, [*argv, *extra, str(path)], args.pythonpath, tmp)
                 size = out.stat().st_size if out.exists() else 0
                 rows.append(
                     {
