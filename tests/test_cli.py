@@ -494,3 +494,16 @@ def test_names_the_terminal_cannot_encode_are_escaped(tmp_path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "poids_\\xe9" in proc.stdout
     assert "Traceback" not in proc.stderr
+
+
+def test_help_uses_binary_units_only() -> None:
+    # Issue 12: MB and MiB were mixed; sizes shown to users are KiB/MiB/GiB.
+    import argparse
+
+    from validator.cli.main import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, command in sub.choices.items():
+        text = command.format_help()
+        assert re.search(r"\b[KMGT]B\b", text) is None, (name, re.findall(r".{30}\b[KMGT]B\b", text))
