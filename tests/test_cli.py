@@ -238,10 +238,13 @@ def test_directory_recursion_finds_safetensors_only(tmp_path, capsys) -> None:
     assert [f["path"] for f in doc["files"]] == [a, b]
 
 
-def test_empty_directory_checks_nothing(tmp_path, capsys) -> None:
-    code, out, _ = _run(capsys, "check", str(tmp_path))
-    assert code == 0
-    assert out.splitlines() == ["0 files checked (strict): 0 valid, 0 invalid; 0 errors, 0 warnings"]
+def test_empty_directory_is_an_error_not_a_pass(tmp_path, capsys) -> None:
+    # Issue 12: a check that found nothing to check used to exit 0 with
+    # "0 files checked"; a CI gate on a mistyped directory then passed.
+    code, out, err = _run(capsys, "check", str(tmp_path))
+    assert code == 2
+    assert err == f"stcheck: {tmp_path}: no *.safetensors file in this directory or below it\n"
+    assert out.splitlines() == ["0 files checked (strict): 0 valid, 0 invalid; 0 errors, 0 warnings; 1 unreadable"]
 
 
 # --- inspect and rules --------------------------------------------------------
@@ -339,3 +342,168 @@ def test_suppressed_findings_are_counted_in_both_formats(tmp_path, capsys) -> No
     doc = json.loads(out)
     assert doc["summary"]["suppressed"] == 999
     assert doc["files"][0]["suppressed"] == 999
+
+
+# --- special files: never hang (issue 12) --------------------------------------
+
+_NO_HANG_S = 30  # a blocked open would wait forever; a subprocess bounds the test
+
+
+def _cli(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "validator", *argv],
+        capture_output=True,
+        text=True,
+        timeout=_NO_HANG_S,
+        env=_env(),
+        check=False,
+    )
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs POSIX FIFOs")
+@pytest.mark.parametrize("command", ["check", "inspect"])
+def test_fifo_is_refused_without_blocking(tmp_path, command) -> None:
+    fifo = tmp_path / "model.safetensors"
+    os.mkfifo(fifo)
+    proc = _cli(command, str(fifo))
+    assert proc.returncode == 2
+    assert proc.stderr == f"stcheck: {fifo}: not a regular file\n"
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs POSIX FIFOs")
+def test_directory_holding_a_fifo_checks_the_rest(tmp_path) -> None:
+    os.mkfifo(tmp_path / "a.safetensors")
+    ok = _write(tmp_path, "b.safetensors", VALID)
+    proc = _cli("check", str(tmp_path))
+    assert proc.returncode == 2
+    assert f"{tmp_path / 'a.safetensors'}: not a regular file" in proc.stderr
+    assert proc.stdout.splitlines()[-1] == (
+        "1 file checked (strict): 1 valid, 0 invalid; 0 errors, 0 warnings; 1 unreadable"
+    )
+    assert ok not in proc.stderr
+
+
+def test_mistyped_path_among_good_ones_exits_2(tmp_path, capsys) -> None:
+    ok = _write(tmp_path, "ok.safetensors", VALID)
+    code, _, err = _run(capsys, "check", ok, str(tmp_path / "typo"))
+    assert code == 2
+    assert "typo: no such file or directory" in err
+
+
+# --- output form (issue 12) -------------------------------------------------------
+
+
+def test_str_of_a_finding_is_the_one_line_form() -> None:
+    import validator
+
+    (finding,) = validator.validate(b"\x01\x02").findings
+    assert str(finding) == "<bytes>:0: ST101 file-too-small file is 2 bytes; the 8-byte length prefix alone needs 8"
+    no_offset = validator.Finding(validator.rule("json-syntax"), "m", None)
+    assert str(no_offset) == "<bytes>: ST205 json-syntax m"  # no "path::"
+
+
+def test_inspect_of_a_file_without_a_header(tmp_path, capsys) -> None:
+    path = _write(tmp_path, "short.safetensors", b"\x01\x02")
+    code, out, _ = _run(capsys, "inspect", path)
+    assert code == 1
+    assert "None" not in out
+    assert out.splitlines()[0] == f"{path}: 2 bytes; no header could be read"
+    assert "name  dtype" not in out  # no empty tensor table for a file without one
+
+
+def test_repeated_tensor_warnings_are_grouped(tmp_path, capsys) -> None:
+    # 20 F32 tensors after an unaligned header: one grouped tensor-unaligned
+    # warning, not 20 (plus the header's own warning).
+    header = "{" + ",".join(f'"t{i:02}":' + entry("F32", (1,), (4 * i, 4 * i + 4)) for i in range(20)) + "}"
+    header += " " * (-len(header) % 8 + 2)  # N = 2 (mod 8): every F32 tensor starts 2 bytes off
+    path = _write(tmp_path, "unaligned.safetensors", st(header, b"\0" * 80, pad=False))
+    code, out, _ = _run(capsys, "check", path)
+    assert code == 0
+    lines = out.splitlines()
+    assert [line.split()[1] for line in lines[:-1]] == ["ST104", "ST408"], lines
+    assert "20 tensors ('t00', 't01', 't02' and 17 more)" in lines[1]
+    assert lines[-1].endswith("0 errors, 21 warnings")  # the summary still counts every occurrence
+    code, out, _ = _run(capsys, "check", "--format", "json", path)
+    findings = json.loads(out)["files"][0]["findings"]
+    assert [f["code"] for f in findings] == ["ST104", "ST408"]
+
+
+def test_every_subcommand_and_option_has_help() -> None:
+    import argparse
+
+    from validator.cli.main import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, command in sub.choices.items():
+        assert command.description, f"{name} has no description"
+        for action in command._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            assert action.help, f"{name} {action.option_strings or action.dest} has no help"
+
+
+# --- hostile file names (issue 15, section 5) ---------------------------------------
+
+HOSTILE = [
+    os.fsdecode(b"bad\xff.safetensors"),
+    "ctl\x01\x1b[31m.safetensors",
+    "nl\n1 file checked (strict): 1 valid, 0 invalid; 0 errors, 0 warnings\n.safetensors",
+    "bidi\u202egpj.safetensors",
+]
+
+
+@pytest.mark.parametrize("name", HOSTILE, ids=["non-utf8", "control", "newline", "bidi"])
+def test_hostile_names_in_check_output(tmp_path, name) -> None:
+    path = tmp_path / name
+    path.write_bytes(HOLE)
+    env = {**_env(), "PYTHONIOENCODING": "utf-8"}
+    for fmt in ("text", "json"):
+        proc = subprocess.run(
+            [sys.executable, "-m", "validator", "check", "--format", fmt, os.fsencode(path)],
+            capture_output=True,
+            timeout=_NO_HANG_S,
+            env=env,
+            check=False,
+        )
+        assert proc.returncode == 1, proc.stderr
+        out = proc.stdout.decode("utf-8")  # strict: the output is valid UTF-8
+        if fmt == "text":
+            lines = out.splitlines()
+            assert len(lines) == 2, lines  # one finding and the summary: no forged line
+            assert all(c.isprintable() for c in out.replace("\n", ""))
+            assert lines[-1] == "1 file checked (strict): 0 valid, 1 invalid; 1 errors, 0 warnings"
+        else:
+            doc = json.loads(out)
+            (entry_,) = doc["files"]
+            # Exact when the name is Unicode; escaped like `ls -b` when it holds undecodable bytes.
+            assert entry_["path"] == (str(path) if "\udcff" not in name else str(tmp_path) + "/bad\\xff.safetensors")
+
+
+def test_names_the_terminal_cannot_encode_are_escaped(tmp_path) -> None:
+    path = _write(tmp_path, "é.safetensors", st('{"poids_é":' + entry("F32", (1,), (0, 4)) + "}", b"\0" * 4))
+    env = {**_env(), "PYTHONIOENCODING": "ascii"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "validator", "inspect", path],
+        capture_output=True,
+        text=True,
+        timeout=_NO_HANG_S,
+        env=env,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "poids_\\xe9" in proc.stdout
+    assert "Traceback" not in proc.stderr
+
+
+def test_help_uses_binary_units_only() -> None:
+    # Issue 12: MB and MiB were mixed; sizes shown to users are KiB/MiB/GiB.
+    import argparse
+
+    from validator.cli.main import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, command in sub.choices.items():
+        text = command.format_help()
+        assert re.search(r"\b[KMGT]B\b", text) is None, (name, re.findall(r".{30}\b[KMGT]B\b", text))

@@ -44,6 +44,8 @@ SUBSET = (
     "n_offsets_negative_both.safetensors",
     "n_json_depth_5000_arrays.safetensors",
     "n_prefix_7_bytes.safetensors",
+    "n_prefix_zero_length_header.safetensors",
+    "n_format_pickle_protocol_4.safetensors",
     "i_padding_tab.safetensors",
 )
 
@@ -129,7 +131,14 @@ def test_adapter_protocol_accept_reject_crash_probe():
     assert [t["name"] for t in doc["tensors"]] == ["t"]
     assert doc["tensors"][0]["nbytes"] == 24
     assert len(doc["tensors"][0]["sha256"]) == 64
-    assert _adapter("naive.py", str(CORPUS / "n_prefix_7_bytes.safetensors")).returncode == 1
+    # A ValueError (json.JSONDecodeError) is a clean rejection; struct.error on
+    # a 7-byte file is a crash: the one reject-or-crash rule of
+    # validator/conformance/adapter.py, shared with fuzz loader-under-test
+    # (before it, this file counted as a rejection here and a crash there).
+    assert _adapter("naive.py", str(CORPUS / "n_prefix_zero_length_header.safetensors")).returncode == 1
+    short = _adapter("naive.py", str(CORPUS / "n_prefix_7_bytes.safetensors"))
+    assert short.returncode == 2
+    assert "crash: error: unpack requires a buffer of 8 bytes" in short.stderr
     crash = _adapter("naive.py", str(CORPUS / "n_json_depth_5000_arrays.safetensors"))
     assert crash.returncode == 2
     assert "RecursionError" in crash.stderr
@@ -181,7 +190,9 @@ def test_subset_statuses(subset_results):
     assert got[("naive", "n_buffer_trailing_1_byte.safetensors")] == "should-have-rejected"
     assert got[("naive", "n_offsets_negative_both.safetensors")] == "wrong-data"
     assert got[("naive", "n_json_depth_5000_arrays.safetensors")] == "crash"
-    assert got[("naive", "n_prefix_7_bytes.safetensors")] == "expected"
+    assert got[("naive", "n_prefix_7_bytes.safetensors")] == "crash"  # struct.error: see the adapter's rule
+    assert got[("naive", "n_prefix_zero_length_header.safetensors")] == "expected"  # JSONDecodeError
+    assert got[("naive", "n_format_pickle_protocol_4.safetensors")] == "expected"  # a pickle is not JSON
     assert got[("naive", "i_padding_tab.safetensors")] == "i-accepted"
     wrong = next(r for r in results if r.impl == "naive" and r.status == "wrong-data")
     assert "reach outside the data region" in wrong.detail
@@ -470,4 +481,9 @@ def test_committed_page_renders(tmp_path):
     # The top of the page shows the y_ rows: mostly green, with the older
     # releases' yellow refusals of newer dtypes.
     assert counts["expected"] > 5 * counts["should-have-accepted"] > 0, counts
-    assert counts["crash"] <= 2 * 14 * 14, counts  # no crash among the y_ rows: only its swatches
+    # Crash red among the y_ rows: only its two swatches plus the y_ crashes
+    # the committed run records (tinygrad's KeyError on dtypes it lacks, a
+    # crash under the one reject-or-crash rule of conformance/adapter.py).
+    _, results = _committed()
+    y_crashes = sum(1 for r in results if r.file.startswith("y_") and r.status == "crash")
+    assert counts["crash"] <= 2 * 14 * 14 + y_crashes * 18 * 18, (counts, y_crashes)

@@ -89,22 +89,55 @@ def test_severity_override_with_reason(tmp_path, capsys):
     assert doc["files"][0]["valid"] is False
 
 
+def _leading_space_file() -> bytes:
+    # ST202 header-leading-bytes: a strict-only error; safetensors 0.8.0 accepts the file.
+    body = clean_file()
+    n = int.from_bytes(body[:8], "little")
+    return (n + 8).to_bytes(8, "little") + b" " * 8 + body[8:]
+
+
 def test_ignore_keeps_the_finding_marked_suppressed(tmp_path, capsys):
-    path = write(tmp_path / "trailing.safetensors", clean_file() + b"\x00")
-    policy = policy_file(tmp_path, '[rules.ST406]\nignore = true\nreason = "our exporter pads; tracked in #12"\n')
+    # Issue 12 moved this test from ST406 (a file the reference rejects,
+    # which a policy may no longer ignore) to ST202, which the reference accepts.
+    path = write(tmp_path / "leading.safetensors", _leading_space_file())
+    policy = policy_file(tmp_path, '[rules.ST202]\nignore = true\nreason = "our exporter indents; tracked in #12"\n')
     rc, doc = scan_json(capsys, "--policy", str(policy), str(path))
     assert rc == 0
     [finding] = doc["files"][0]["findings"]
-    assert finding["rule"] == "buffer-trailing-bytes"
-    assert finding["suppression"] == {"reason": "our exporter pads; tracked in #12"}
+    assert finding["rule"] == "header-leading-bytes"
+    assert finding["suppression"] == {"reason": "our exporter indents; tracked in #12"}
     assert doc["summary"]["suppressed"] == 1
     assert doc["summary"]["errors"] == 0
     # Text output leaves suppressed findings out but counts them.
     rc = main(["scan", "--progress", "never", "--policy", str(policy), str(path)])
     out = capsys.readouterr().out
     assert rc == 0
-    assert "ST406" not in out
+    assert "ST202" not in out
     assert "suppressed by policy" in out
+
+
+@pytest.mark.parametrize(
+    "setting",
+    ["ignore = true", 'severity = "warning"'],
+    ids=["ignore", "downgrade"],
+)
+@pytest.mark.parametrize("rule", ["ST406", "buffer-trailing-bytes", "ST102", "file-is-pickle"])
+def test_a_rule_the_reference_rejects_cannot_be_ignored_or_downgraded(tmp_path, capsys, rule, setting):
+    # Issue 12: `ignore = true` on buffer-trailing-bytes turned a file that
+    # safetensors rejects into `valid: true`, exit 0.
+    path = write(tmp_path / "trailing.safetensors", clean_file() + b"\x00")
+    policy = policy_file(tmp_path, f'[rules.{rule}]\n{setting}\nreason = "our exporter pads"\n')
+    rc = main(["scan", "--progress", "never", "--policy", str(policy), str(path)])
+    captured = capsys.readouterr()
+    assert rc == 2
+    assert "safetensors 0.8.0 rejects every file that breaks" in captured.err
+    assert "a policy cannot ignore it or lower it to a warning" in captured.err
+    assert captured.out == ""
+
+
+def test_raising_a_reference_rule_to_error_is_allowed(tmp_path):
+    policy = policy_file(tmp_path, '[rules.ST406]\nseverity = "error"\nreason = "already an error"\n')
+    assert load_policy(str(policy)).rules["buffer-trailing-bytes"].severity is not None
 
 
 @pytest.mark.parametrize(

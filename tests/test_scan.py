@@ -222,7 +222,7 @@ def test_hf_cache_text_summary_lists_models(tmp_path, capsys):
     fake_hf_cache(tmp_path)
     rc, out, _ = run(capsys, "--hf-cache", str(tmp_path))
     assert rc == 1
-    assert "acme/tiny@bbbbbbbbbbbb/sub/other.safetensors:: ST606 checksum-mismatch sha256 is " in out
+    assert "acme/tiny@bbbbbbbbbbbb/sub/other.safetensors: ST606 checksum-mismatch sha256 is " in out
     table = [line.split() for line in out.split("summary\n", 1)[1].splitlines()]
     assert ["acme/tiny", "4", "files,", "1", "invalid"] in table
 
@@ -235,7 +235,12 @@ def test_many_tiny_tensors(tmp_path):
     result = _scan.scan_file(Job(str(path), ((str(path), None),)), Options(deep=True, chunk_size=4096))
     assert result.deep["tensors_scanned"] == n
     assert result.tensor_count == n
-    assert sum(i.finding.slug == "tensor-all-zero" for i in result.items) == len(range(3, n, 7))
+    # The 2,857 all-zero tensors are one grouped finding that counts them
+    # (issue 15: a scan no longer keeps a finding per tensor).
+    (zero,) = [i.finding for i in result.items if i.finding.slug == "tensor-all-zero"]
+    assert zero.message.startswith(f"{len(range(3, n, 7))} tensors ('t3', 't10', 't17' and 2854 more): ")
+    assert result.deep["all_zero_tensors"] == len(range(3, n, 7))
+    assert result.not_listed == len(range(3, n, 7)) - 1000
 
 
 def test_progress_follows_chunks_of_one_large_file(tmp_path):

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
+from validator._display import finding_line
 from validator._dtypes import DTYPE_BITS
 from validator._rules import Profile, Rule, Severity
 
@@ -53,6 +54,10 @@ class Finding:
         """Render as ``path:offset: CODE slug message``, the form editors parse."""
         where = "" if self.offset is None else str(self.offset)
         return f"{path}:{where}: {self.code} {self.slug} {self.message}"
+
+    def __str__(self) -> str:
+        """The one-line ``<bytes>:offset: CODE slug message`` form (see ``format``)."""
+        return finding_line("<bytes>", self)
 
     def to_json(self) -> dict[str, Any]:
         """The finding as a JSON-ready dict (see ``spec/report.schema.json``)."""

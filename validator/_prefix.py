@@ -4,35 +4,83 @@
 # size of the header"; "N bytes: a JSON UTF-8 string representing the header".
 # The reference refuses N > 100,000,000 before it looks at the file length,
 # so a huge N on a short file is HeaderTooLarge, not InvalidHeaderLength.
+#
+# When the prefix fails, the file is often not a safetensors file at all (a
+# pickle, an HTML error page, a Git LFS pointer): _sniff names the format in
+# a second finding, after the prefix finding so that the reference error
+# class stays the prefix's.  The prefix message then does not quote the
+# first 8 bytes as a number: they are another format's bytes (the text
+# "root:x:0" would read as 3475222254926655346).
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
+from validator._sniff import SNIFF_LEN, Identified, identify
+
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from validator._check import Checker
 
 PREFIX_LEN: Final = 8
 MAX_HEADER_SIZE: Final = 100_000_000
+# A declared length is quoted as a number only below this: 8 bytes whose top
+# four are zero are a length, not text or another format's magic.
+_QUOTED_BELOW: Final = 1 << 32
 
 
-def check_prefix(prefix: bytes, file_size: int, out: Checker) -> int | None:
-    """Check the length prefix; return N when the header can be read."""
+def check_prefix(
+    prefix: bytes,
+    file_size: int,
+    out: Checker,
+    read_more: Callable[[int], bytes] | None = None,
+) -> int | None:
+    """Check the length prefix; return N when the header can be read.
+
+    ``read_more(k)`` reads k bytes after the prefix; when given, a failing
+    prefix makes the file's first bytes be checked for a foreign format.
+    """
     if file_size < PREFIX_LEN:
         out.add("file-too-small", f"file is {file_size} bytes; the 8-byte length prefix alone needs 8", 0)
         return None
     n = int.from_bytes(prefix[:PREFIX_LEN], "little")
-    if n > MAX_HEADER_SIZE:
-        out.add("header-too-large", f"declared header length {n} exceeds the limit of {MAX_HEADER_SIZE} bytes", 0)
-        return None
-    if PREFIX_LEN + n > file_size:
-        out.add(
-            "header-length-exceeds-file",
-            f"declared header length {n} needs {PREFIX_LEN + n} bytes but the file has {file_size}",
-            0,
-        )
+    if n > MAX_HEADER_SIZE or PREFIX_LEN + n > file_size:
+        found = _foreign(prefix, file_size, read_more)
+        if n > MAX_HEADER_SIZE:
+            out.add("header-too-large", _too_large(n, found), 0)
+        else:
+            out.add("header-length-exceeds-file", _exceeds(n, file_size, found), 0)
+        if found is not None:
+            out.add(found.slug, found.message, 0)
         return None
     if n % 8:
         # Spec: padding the header so that the data region is 8-byte aligned
         # is advisory; an unaligned data region forces copies on load.
         out.add("header-unaligned", f"header length {n} is not a multiple of 8; the data region starts unaligned", 0)
     return n
+
+
+def _foreign(prefix: bytes, file_size: int, read_more: Callable[[int], bytes] | None) -> Identified | None:
+    if read_more is None:
+        return identify(bytes(prefix[:PREFIX_LEN]), file_size)
+    more = min(SNIFF_LEN, file_size) - PREFIX_LEN
+    head = bytes(prefix[:PREFIX_LEN]) + (bytes(read_more(more)) if more > 0 else b"")
+    return identify(head, file_size)
+
+
+def _too_large(n: int, found: Identified | None) -> str:
+    limit = f"the limit of {MAX_HEADER_SIZE} bytes"
+    if found is not None:
+        return f"the first 8 bytes are not a length prefix: read as one, they exceed {limit}"
+    if n >= _QUOTED_BELOW:
+        return f"declared header length of 2^{n.bit_length() - 1} or more exceeds {limit}"
+    return f"declared header length {n} exceeds {limit}"
+
+
+def _exceeds(n: int, file_size: int, found: Identified | None) -> str:
+    if found is not None:
+        return (
+            "the first 8 bytes are not a length prefix: read as one, "
+            f"they declare more bytes than the {file_size} in the file"
+        )
+    return f"declared header length {n} needs {PREFIX_LEN + n} bytes but the file has {file_size}"

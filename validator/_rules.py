@@ -66,6 +66,24 @@ _TABLE: Final[tuple[tuple[str, str, str, Severity, frozenset[Profile], str | Non
     ("ST102", "header-too-large", "declared header length exceeds 100,000,000 bytes", _E, BOTH, "HeaderTooLarge", "prefix"),
     ("ST103", "header-length-exceeds-file", "declared header runs past the end of the file", _E, BOTH, "InvalidHeaderLength", "prefix"),
     ("ST104", "header-unaligned", "header length is not a multiple of 8", _W, BOTH, None, "prefix"),
+    #
+    # Not a safetensors file at all (ST111-ST124): recognised by magic bytes and
+    # structure once the length prefix has failed; reported after that failure,
+    # so the reference error class of the file does not change.
+    ("ST111", "file-is-pickle", "the file is a Python pickle, not a safetensors file", _E, BOTH, None, "format"),
+    ("ST112", "file-is-pytorch-zip", "the file is a PyTorch ZIP checkpoint, not a safetensors file", _E, BOTH, None, "format"),
+    ("ST113", "file-is-zip", "the file is a ZIP archive, not a safetensors file", _E, BOTH, None, "format"),
+    ("ST114", "file-is-numpy", "the file is a NumPy .npy or .npz file, not a safetensors file", _E, BOTH, None, "format"),
+    ("ST115", "file-is-git-lfs-pointer", "the file is a Git LFS pointer, not the file it stands for", _E, BOTH, None, "format"),
+    ("ST116", "file-is-html", "the file is an HTML page, not a safetensors file", _E, BOTH, None, "format"),
+    ("ST117", "file-is-xml", "the file is an XML document, not a safetensors file", _E, BOTH, None, "format"),
+    ("ST118", "file-is-json", "the file is a JSON document, not a safetensors file", _E, BOTH, None, "format"),
+    ("ST119", "file-is-gguf", "the file is a GGUF model, not a safetensors file", _E, BOTH, None, "format"),
+    ("ST120", "file-is-hdf5", "the file is an HDF5 file, not a safetensors file", _E, BOTH, None, "format"),
+    ("ST121", "file-is-tflite", "the file is a TensorFlow Lite model, not a safetensors file", _E, BOTH, None, "format"),
+    ("ST122", "file-is-archive", "the file is a compressed stream or archive, not a safetensors file", _E, BOTH, None, "format"),
+    ("ST123", "file-is-executable", "the file is an executable program, not a safetensors file", _E, BOTH, None, "format"),
+    ("ST124", "file-is-text", "the file is plain text, not a safetensors file", _E, BOTH, None, "format"),
     # Header bytes and JSON text.
     ("ST201", "header-not-utf8", "header is not valid UTF-8", _E, BOTH, "InvalidHeader", "header"),
     ("ST202", "header-leading-bytes", "header does not begin with '{'", _E, STRICT_ONLY, None, "header"),
@@ -126,6 +144,8 @@ _TABLE: Final[tuple[tuple[str, str, str, Severity, frozenset[Profile], str | Non
     ("ST610", "policy-too-many-tensors", "file has more tensors than the policy allows", _E, BOTH, None, "policy"),
     ("ST611", "policy-dtype-forbidden", "tensor's dtype is not allowed by the policy", _E, BOTH, None, "policy"),
     ("ST612", "policy-metadata-missing", "a metadata key the policy requires is absent", _E, BOTH, None, "policy"),
+    ("ST613", "checksum-file-missing", "a file the checksum list names is not on disk", _E, BOTH, None, "integrity"),
+    ("ST614", "download-incomplete", "a hub cache holds an interrupted download (a .incomplete blob)", _E, BOTH, None, "integrity"),
 )
 
 RULES: Final[tuple[Rule, ...]] = tuple(Rule(*row) for row in _TABLE)

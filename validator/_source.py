@@ -25,7 +25,6 @@ def os_error(path: str, exc: OSError) -> SourceError:
     """A SourceError for an OSError met on ``path``, keeping its errno."""
     err = SourceError(f"{path}: {exc.strerror or exc}")
     err.errno = exc.errno
-    err.filename = path
     return err
 
 

@@ -48,7 +48,7 @@ def check_buffer(
 ) -> Report:
     """Validate from the first 8 bytes, a header reader and the file size."""
     out = Checker(limit=MAX_PER_RULE)
-    n = check_prefix(prefix, file_size, out)
+    n = check_prefix(prefix, file_size, out, read_header)
     table = None
     if n is not None:
         header = read_header(n)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
+from validator.conformance.adapter import ENV_REJECT
 from validator.conformance.harness import (
     FAILING,
     SEVERITY,
@@ -57,6 +58,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--corpus", metavar="DIR", help="corpus directory (default: ./corpus, then the checkout's)")
     p.add_argument("--impl", metavar="SPEC", help="user mode: 'python my_loader.py {path}' or module:function")
     p.add_argument(
+        "--reject-exception",
+        action="append",
+        default=[],
+        metavar="MODULE:NAME",
+        help="user mode, module:function: an exception type the loader documents as its rejection "
+        "(ValueError, StcheckError and SafetensorError already are; any other exception is a crash)",
+    )
+    p.add_argument(
         "--only", metavar="NAME", action="append", default=[], help="run only this implementation (repeatable)"
     )
     p.add_argument(
@@ -69,7 +78,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--files", metavar="GLOB", action="append", default=[], help="only corpus files matching this glob (repeatable)"
     )
     p.add_argument(
-        "--large", action="store_true", help="also run the ~100 MB cases (materialised into the cache on first use)"
+        "--large",
+        action="store_true",
+        help="also run the cases with a 100,000,000-byte header, about 95 MiB (materialised in the cache on first use)",
     )
     p.add_argument("--cache-dir", metavar="DIR", help="where large cases are materialised (default: CORPUS/.cache)")
     p.add_argument("--out", metavar="DIR", help="write results.jsonl, summary.md and results.html here")
@@ -118,6 +129,8 @@ def run(args: argparse.Namespace) -> int:
             return _rerender(args, cases)
         if args.impl:
             impls = [user_impl(args.impl, memory_mb=args.memory_mb, timeout_s=args.timeout)]
+            if args.reject_exception:
+                impls[0].env[ENV_REJECT] = ",".join(args.reject_exception)
         else:
             impls = load_impls(corpus, args.ext, args.only)
     except ConformanceError as exc:

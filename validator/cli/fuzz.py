@@ -4,13 +4,17 @@
 # command imports neither atheris nor numpy: both load only when a campaign
 # or a target needs them, and a missing atheris is a usage error (exit 2)
 # that says which extra to install.
-# ruff: noqa: PLC0415, PTH100, PTH112, PTH113, PTH118, PTH123, T201
+# ruff: noqa: PLC0415, PTH100, PTH107, PTH112, PTH113, PTH118, PTH120, PTH123, T201
 # Lazy imports: atheris, numpy, hypothesis and safetensors load, only where used.
 # Paths: os.path and open(), like the rest of the package.
 # A command-line module prints.
 from __future__ import annotations
 
+import contextlib
 import os
+import shlex
+import shutil
+import subprocess
 import sys
 from typing import TYPE_CHECKING
 
@@ -54,7 +58,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--seeds", action="append", default=[], metavar="DIR", help="extra seed directory (default: corpus/ if present)"
     )
     p.add_argument("--timeout", type=int, default=10, help="seconds one input may take (default 10)")
-    p.add_argument("--rss-limit-mb", type=int, default=2048, help="memory limit of an engine process (default 2048)")
+    p.add_argument(
+        "--rss-limit-mb", type=int, default=2048, help="memory limit of an engine process, in MiB (default 2048)"
+    )
     p.add_argument("--max-len", type=int, default=16384, help="largest input in bytes (default 16384)")
     p.add_argument("--max-findings", type=int, default=10, help="stop after this many distinct findings (default 10)")
     p.add_argument("--interval", type=float, default=10.0, help="seconds between progress lines (default 10)")
@@ -81,9 +87,56 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     loader.add_argument(
         "--out",
         default=os.path.join("fuzz", "out", "loader-findings"),
-        help="report and reproducers (default fuzz/out/loader-findings)",
+        help="report and reproducers (default fuzz/out/loader-findings); must hold no earlier run's findings",
+    )
+    loader.add_argument(
+        "--overwrite", action="store_true", help="remove an earlier run's findings from --out before starting"
     )
     p.set_defaults(run=run)
+
+
+def _check_loader(args: argparse.Namespace, env: dict[str, str]) -> str | None:
+    """Why the loader cannot run, or None.  A callable is imported in a child
+    process (as the engine will), so a misspelt module fails here, with exit
+    2, instead of running 0 executions and passing."""
+    if args.loader_cmd:
+        argv = shlex.split(args.loader_cmd)
+        if not argv or (shutil.which(argv[0]) is None and not os.path.isfile(argv[0])):
+            return f"--loader-cmd: {argv[0] if argv else '(empty)'}: command not found"
+        return None
+    probe = "from validator.fuzz.loader_under_test import from_env; from_env()"
+    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    child = {**os.environ, **env}
+    child["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, child.get("PYTHONPATH", "")]))
+    try:
+        done = subprocess.run(  # noqa: S603 - our own interpreter
+            [sys.executable, "-c", probe], env=child, capture_output=True, text=True, timeout=120, check=False
+        )
+    except subprocess.TimeoutExpired:
+        return f"--loader {args.loader}: importing it took more than 120 s"
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or [f"it exited with status {done.returncode}"])[-1]
+        return f"cannot import --loader {args.loader} or a --reject-exception: {last}"
+    return None
+
+
+def _stale_out(args: argparse.Namespace) -> str | None:
+    """Why --out cannot take this run's findings, or None (after --overwrite clears it)."""
+    from validator.fuzz.loader_under_test import read_findings
+
+    earlier = read_findings(args.out)
+    if not earlier:
+        return None
+    if not args.overwrite:
+        return (
+            f"--out {args.out} holds {len(earlier)} problem reports of an earlier run; "
+            "remove them, choose another --out, or pass --overwrite"
+        )
+    for entry in earlier:
+        for path in (entry["path"], entry["path"].removesuffix(".safetensors") + ".json"):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
+    return None
 
 
 def _loader_env(args: argparse.Namespace) -> dict[str, str] | None:
@@ -108,6 +161,10 @@ def _loader_env(args: argparse.Namespace) -> dict[str, str] | None:
         env["STCHECK_FUZZ_LOADER"] = args.loader
     else:
         env["STCHECK_FUZZ_LOADER_CMD"] = args.loader_cmd
+    problem = _check_loader(args, env) or (None if args.replay else _stale_out(args))
+    if problem is not None:
+        print(f"stcheck fuzz: {problem}", file=sys.stderr)
+        return None
     return env
 
 
@@ -236,6 +293,15 @@ def run(args: argparse.Namespace) -> int:
         _print_summary(summary)
         summaries.append(summary)
     found = sum(len(s.findings) for s in summaries)
+    idle = [s.target for s in summaries if s.execs == 0 and not s.findings]
+    if idle:
+        # The engine never ran an input (it failed to start, or the target
+        # raised at import): that is no evidence of anything.
+        print(
+            f"stcheck fuzz: {', '.join(idle)}: 0 executions; the target never ran (see the output above)",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR
     if len(summaries) > 1:
         execs = sum(s.execs for s in summaries)
         cpu = sum(s.cpu_seconds for s in summaries)

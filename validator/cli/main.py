@@ -86,6 +86,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code."""
+    for stream in (sys.stdout, sys.stderr):
+        # A tensor name or a path the terminal's encoding cannot show is
+        # written escaped, never raised as UnicodeEncodeError.
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     arguments = sys.argv[1:] if argv is None else list(argv)
     # Only the top-level parser's own options (-h, --version) can come before
     # the subcommand's name, and they list everything anyway.

@@ -1,29 +1,35 @@
 # Strategy: `stcheck scan`, the command for vetting untrusted downloads.
-# Argument handling, policy loading and output live here; discovery, the
-# worker pool and the per-file work live in _scan.py, the formats in
-# _report_formats.py.  The progress bar (rich, optional) is drawn only when
-# stderr is a terminal, so piped and CI output stays clean.  numpy is
-# imported only by the deep checks, inside the workers.
+# Argument handling, policy discovery and output live here; discovery of
+# files, the worker pool and the per-file work live in scan/engine.py, the
+# formats in scan/formats.py.  The progress bar (rich, optional) is drawn
+# only when stderr is a terminal; with --progress always and stderr not a
+# terminal (a CI log), a plain progress line is written every few seconds
+# instead.  numpy is imported only by the deep checks, inside the workers.
 #
 # Exit codes: 0 no unsuppressed finding at error severity (after the
 # policy's overrides); 1 at least one such finding (or a warning, with
-# --fail-on warning); 2 a usage error, a bad policy or checksum list, or an
-# unreadable file.
+# --fail-on warning); 2 a usage error, a bad policy or checksum list, an
+# unreadable file, or nothing to scan at all (an empty directory, a
+# mistyped path): a scan that did no work never passes.
 # Paths are str, handled with os.path as in the rest of the package.
-# ruff: noqa: PTH123
+# ruff: noqa: PTH100, PTH112, PTH120, PTH123
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import os
 import sys
+import threading
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from validator._display import escape_line
 from validator._errors import SourceError
 from validator._rules import Profile, Severity
 from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
-from validator.cli.targets import ScanPlan, add_remote_options, scan_plan
+from validator.cli.targets import add_remote_options, scan_plan
 from validator.scan.engine import (
     DEFAULT_CHUNK,
     Job,
@@ -34,23 +40,27 @@ from validator.scan.engine import (
     stderr_is_tty,
     total_size,
 )
-from validator.scan.formats import FORMATS, render
-from validator.scan.integrity import normalise_sha256, read_checksums
-from validator.scan.policy import PolicyError, find_pyproject_policy, load_policy
+from validator.scan.formats import FORMATS, human, write
+from validator.scan.integrity import Checksums, normalise_sha256, read_checksums
+from validator.scan.policy import Policy, PolicyError, find_pyproject_policy, load_policy
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
-    from contextlib import AbstractContextManager
+    from collections.abc import Callable
 
     from validator.scan.engine import FileResult
+
+_Callbacks = tuple["Callable[[int], None] | None", "Callable[[], None] | None"]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "scan",
         help="vet downloads: validate, deep-check contents, verify checksums, apply a policy",
-        description="Scan files and directories, recursively and in parallel, for invalid or suspicious files.",
-        epilog="Exit codes: 0 clean, 1 findings at error severity, 2 usage or I/O error.",
+        description=(
+            "Scan files and directories, recursively and in parallel, for invalid or suspicious files.  "
+            "Without --policy, the [tool.stcheck] table of the pyproject.toml nearest each scanned path applies."
+        ),
+        epilog="Exit codes: 0 clean, 1 findings at error severity, 2 usage or I/O error (also: nothing to scan).",
     )
     p.add_argument("paths", nargs="*", metavar="PATH", help="files or directories (searched for *.safetensors)")
     p.add_argument(
@@ -59,18 +69,28 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         const="",
         default=None,
         metavar="DIR",
-        help="scan a Hugging Face hub cache (default: $HF_HUB_CACHE or ~/.cache/huggingface/hub) and verify every blob",
+        help="scan a Hugging Face hub cache, or one models--org--name folder of it "
+        "(default: $HF_HUB_CACHE or ~/.cache/huggingface/hub), verify every blob, report interrupted downloads",
     )
     p.add_argument(
         "--deep", action="store_true", help="stream tensor contents: NaN/Inf, all-zero, embedded payloads, names"
     )
     p.add_argument("--sha256", metavar="HEX", help="expected sha256 of the file (one file only)")
-    p.add_argument("--checksums", metavar="FILE", help="expected digests in sha256sum format")
     p.add_argument(
-        "--policy", metavar="FILE.toml", help="policy file (default: [tool.stcheck] of the nearest pyproject.toml)"
+        "--checksums", metavar="FILE", help="expected digests in sha256sum format; listed files that are missing fail"
     )
-    p.add_argument("--no-config", action="store_true", help="ignore pyproject.toml")
-    p.add_argument("--profile", choices=[p.value for p in Profile], default="strict")
+    p.add_argument(
+        "--policy",
+        metavar="FILE.toml",
+        help="policy file for every path (default: [tool.stcheck] of the pyproject.toml nearest each path)",
+    )
+    p.add_argument("--no-config", action="store_true", help="ignore pyproject.toml files")
+    p.add_argument(
+        "--profile",
+        choices=[p.value for p in Profile],
+        default="strict",
+        help="strict (default): the spec and every disputed construct; reference: what safetensors 0.8.0 accepts",
+    )
     p.add_argument("--format", choices=FORMATS, default="text", help="report format on stdout (default text)")
     p.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE instead of stdout")
     p.add_argument("--sarif", metavar="FILE", help="also write a SARIF 2.1.0 report to FILE")
@@ -85,14 +105,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--progress",
         choices=["auto", "always", "never"],
         default="auto",
-        help="progress bar on stderr (auto: on a terminal)",
+        help="progress on stderr: auto, a bar on a terminal; always, also a line every few seconds in a log",
     )
     add_remote_options(p)  # remote/checkpoint hook (validator.cli.targets)
+    p.add_argument("--progress-interval", type=float, default=5.0, help=argparse.SUPPRESS)
     p.set_defaults(run=run_scan)
 
 
 def _fail(message: str) -> int:
-    sys.stderr.write(f"stcheck scan: {message}\n")
+    sys.stderr.write(escape_line(f"stcheck scan: {message}") + "\n")
     return EXIT_ERROR
 
 
@@ -105,14 +126,6 @@ def want_progress(mode: str) -> bool:
     except ImportError:
         return False
     return True
-
-
-class _NoBar:
-    def __enter__(self) -> Callable[[int], None] | None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 class _RichBar:
@@ -130,34 +143,119 @@ class _RichBar:
         self.progress = Progress(
             TextColumn(f"scanning {files} file{'s' if files != 1 else ''}"),
             BarColumn(),
-            DownloadColumn(),
+            DownloadColumn(binary_units=True),
             TransferSpeedColumn(),
             TimeRemainingColumn(),
             console=Console(file=sys.stderr),
             transient=True,
         )
         self.total = total
-        self.files = files
 
-    def __enter__(self) -> Callable[[int], None]:
+    def __enter__(self) -> _Callbacks:
         self.progress.__enter__()
         task = self.progress.add_task("scan", total=self.total or 1)
-        return lambda n: self.progress.advance(task, n)
+        return (lambda n: self.progress.advance(task, n)), None
 
     def __exit__(self, *exc: object) -> None:
         self.progress.__exit__(None, None, None)
 
 
-def progress_bar(mode: str, total: int, files: int) -> AbstractContextManager[Callable[[int], None] | None]:
-    """A context manager giving an advance(bytes) callback, or None."""
-    return _RichBar(total, files) if want_progress(mode) else _NoBar()
+class LineProgress:
+    """A progress line on stderr every ``interval`` seconds, and one at the
+    end: what a CI log can show where a bar cannot be drawn."""
+
+    def __init__(self, total: int, files: int, interval: float) -> None:
+        self.total = total
+        self.files = files
+        self.interval = interval
+        self.bytes = 0
+        self.done = 0
+        self.started = time.monotonic()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def line(self) -> str:
+        with self._lock:
+            done, seen = self.done, self.bytes
+        elapsed = time.monotonic() - self.started
+        share = f" ({100 * seen / self.total:.0f}%)" if self.total else ""
+        rate = human(seen / elapsed) + "/s" if elapsed > 0 else "-"
+        return (
+            f"stcheck scan: {done}/{self.files} files, {human(seen)} of {human(self.total)}{share}, "
+            f"{rate}, {elapsed:.0f} s"
+        )
+
+    def _advance(self, n: int) -> None:
+        with self._lock:
+            self.bytes += n
+
+    def _file_done(self) -> None:
+        with self._lock:
+            self.done += 1
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            sys.stderr.write(self.line() + "\n")
+            sys.stderr.flush()
+
+    def __enter__(self) -> _Callbacks:
+        self._thread.start()
+        return self._advance, self._file_done
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        sys.stderr.write(self.line() + "\n")
+        sys.stderr.flush()
 
 
-def _jobs(args: argparse.Namespace, errors: list[str], plan: ScanPlan) -> Iterator[Job]:
-    if args.hf_cache is not None:
-        yield from hf_cache_jobs(args.hf_cache or default_hf_cache(), errors)
-    for path in plan.paths:
-        yield Job(path, ((path, None),))
+def progress_reporter(
+    mode: str, total: int, files: int, interval: float = 5.0
+) -> contextlib.AbstractContextManager[_Callbacks]:
+    """A context manager giving (advance(bytes), file_done()) callbacks, or Nones."""
+    if want_progress(mode) and stderr_is_tty():
+        return _RichBar(total, files)
+    if mode == "always":
+        return LineProgress(total, files, interval)
+    return contextlib.nullcontext((None, None))
+
+
+def _policies(args: argparse.Namespace, paths: list[str]) -> Callable[[str], Policy | None]:
+    """Which policy applies to a scanned path: --policy for all, else the
+    [tool.stcheck] of the nearest pyproject.toml above the path (as ruff
+    finds its configuration), else none."""
+    if args.policy:
+        given = load_policy(args.policy)
+        return lambda _path: given
+    if args.no_config:
+        return lambda _path: None
+    found: dict[str, Policy | None] = {}
+
+    def lookup(path: str) -> Policy | None:
+        folder = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+        if folder not in found:
+            found[folder] = find_pyproject_policy(folder)
+        return found[folder]
+
+    for path in paths:  # parse every policy before the scan starts: a bad one is a usage error
+        lookup(path)
+    return lookup
+
+
+def _hf_jobs(args: argparse.Namespace, errors: list[str], policy_for: Callable[[str], Policy | None]) -> list[Job]:
+    if args.hf_cache is None:
+        return []
+    cache = args.hf_cache or default_hf_cache()
+    policy = policy_for(cache) if os.path.isdir(cache) else None
+    return [replace(job, policy=policy) for job in hf_cache_jobs(cache, errors)]
+
+
+def _missing_listed(checksums: Checksums | None) -> list[Job]:
+    """A job for every file the checksum list names that is not on disk."""
+    if checksums is None:
+        return []
+    return [Job(name, ((name, None),), kind="missing", listed_by=where) for name, where in checksums.missing]
 
 
 def run_scan(args: argparse.Namespace) -> int:
@@ -166,50 +264,74 @@ def run_scan(args: argparse.Namespace) -> int:
     if args.chunk_size < 4096:
         return _fail("--chunk-size must be at least 4096")
     if args.deep and importlib.util.find_spec("numpy") is None:
-        return _fail("--deep needs numpy: pip install 'stcheck[scan]'")
+        return _fail("--deep needs numpy: pip install numpy (or install stcheck with its scan extra)")
+    errors: list[str] = []
     try:
-        policy = load_policy(args.policy) if args.policy else (None if args.no_config else find_pyproject_policy())
+        policy_for = _policies(
+            args, [*args.paths, *([args.hf_cache or default_hf_cache()] if args.hf_cache is not None else [])]
+        )
         checksums = read_checksums(args.checksums) if args.checksums else None
         sha256 = normalise_sha256(args.sha256) if args.sha256 else None
+        # Hook (validator.cli.targets): indexes, directories holding them, and remote sources.
+        plan = scan_plan(args.paths, args.profile, policy_for, errors, args)
+        jobs = _hf_jobs(args, errors, policy_for)
     except (PolicyError, SourceError, ValueError) as exc:
         return _fail(str(exc))
-    errors: list[str] = []
-    # Hook (validator.cli.targets): indexes, directories holding them, and remote sources.
-    plan = scan_plan(args.paths, args.profile, policy, errors, args)
-    jobs = list(_jobs(args, errors, plan))
+    jobs += [Job(path, ((path, None),), policy=policy_for(path)) for path in plan.paths]
     if sha256 is not None and len(jobs) != 1:
         return _fail(f"--sha256 names the digest of one file, but {len(jobs)} files were found; use --checksums")
+    # The plan's own files come last: plan.merge finds their results there.
+    missing = _missing_listed(checksums)
+    cut = len(jobs) - len(plan.paths)
+    jobs[cut:cut] = missing
+    if not jobs and not plan.ready and not errors:
+        return _fail("nothing to scan: no file was found")
     options = Options(
         profile=Profile(args.profile),
         deep=args.deep,
-        policy=policy,
+        policy=None,
         sha256=sha256,
         checksums=checksums,
         chunk_size=args.chunk_size,
     )
+    policies = sorted({job.policy.source for job in jobs if job.policy is not None and job.policy.source})
     workers = args.jobs if args.jobs > 0 else (os.cpu_count() or 1)
     started = time.perf_counter()
-    with progress_bar(args.progress, total_size(jobs), len(jobs)) as advance:
-        results = plan.merge(run_jobs(jobs, options, workers=workers, progress=advance))
+    with progress_reporter(args.progress, total_size(jobs), len(jobs), args.progress_interval) as (advance, done):
+        results = plan.merge(run_jobs(jobs, options, workers=workers, progress=advance, on_file=done))
     seconds = time.perf_counter() - started
-    policy_name = None if policy is None else policy.source
-    text = render(
-        args.format, results, errors, seconds, profile=args.profile, policy=policy_name, warnings=not args.no_warnings
-    )
     try:
         if args.output:
-            with open(args.output, "w", encoding="utf-8") as fh:
-                fh.write(text)
+            with open(args.output, "w", encoding="utf-8", errors="backslashreplace") as fh:
+                write(
+                    args.format,
+                    fh,
+                    results,
+                    errors,
+                    seconds,
+                    profile=args.profile,
+                    policies=policies,
+                    warnings=not args.no_warnings,
+                )
         else:
-            sys.stdout.write(text)
+            write(
+                args.format,
+                sys.stdout,
+                results,
+                errors,
+                seconds,
+                profile=args.profile,
+                policies=policies,
+                warnings=not args.no_warnings,
+            )
         for fmt, target in (("sarif", args.sarif), ("junit", args.junit)):
             if target:
-                with open(target, "w", encoding="utf-8") as fh:
-                    fh.write(render(fmt, results, errors, seconds, profile=args.profile, policy=policy_name))
+                with open(target, "w", encoding="utf-8", errors="backslashreplace") as fh:
+                    write(fmt, fh, results, errors, seconds, profile=args.profile, policies=policies)
     except OSError as exc:
         return _fail(f"cannot write the report: {exc.strerror or exc}")
     for message in errors:
-        sys.stderr.write(f"stcheck: {message}\n")
+        sys.stderr.write(escape_line(f"stcheck: {message}") + "\n")
     return exit_code(results, errors, args.fail_on)
 
 

@@ -23,7 +23,7 @@ from validator._errors import SourceError
 from validator._validate import validate
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Callable, Iterator, Sequence
 
     from validator._findings import Report
     from validator.io.index import IndexReport
@@ -85,8 +85,9 @@ def _named_shards(index: str) -> set[str]:
     return {os.path.normpath(os.path.join(base, shard)) for shard in parsed.first_name}
 
 
-def expand_targets(paths: Sequence[str], errors: list[str]) -> Iterator[Target]:
-    """Targets for command-line arguments, in order; unreadable ones go to ``errors``."""
+def expand_targets(paths: Sequence[str], errors: list[str], *, empty_is_error: bool = True) -> Iterator[Target]:
+    """Targets for command-line arguments, in order; unreadable ones go to ``errors``,
+    and so does a directory with nothing to check unless ``empty_is_error`` is false."""
     for path in paths:
         if path.startswith(REMOTE_PREFIXES):
             yield Target("remote", path)
@@ -101,6 +102,9 @@ def expand_targets(paths: Sequence[str], errors: list[str]) -> Iterator[Target]:
                         indexes.append(full)
                     elif name.endswith(SUFFIX):
                         files.append(full)
+            if empty_is_error and not files and not indexes:
+                # A check that checked nothing there must not pass.
+                errors.append(f"{path}: no *{SUFFIX} file in this directory or below it")
             named: set[str] = set()
             for index in sorted(indexes):
                 named |= _named_shards(index)
@@ -193,7 +197,7 @@ def inspect_target(args: argparse.Namespace) -> int | None:
     errors: list[str] = []
     checked = Checked()
     try:
-        for target in expand_targets([path], errors):
+        for target in expand_targets([path], errors, empty_is_error=False):
             part = check_target(target, args.profile, args)
             checked.reports.extend(part.reports)
             checked.checkpoints.extend(part.checkpoints)
@@ -334,7 +338,7 @@ def _header_result(report: Report, profile: str, policy: Policy | None) -> Any: 
 def scan_plan(
     paths: Sequence[str],
     profile: str,
-    policy: Policy | None,
+    policy_for: Callable[[str], Policy | None],
     errors: list[str],
     args: argparse.Namespace | None = None,
 ) -> ScanPlan:
@@ -344,6 +348,7 @@ def scan_plan(
 
     plan = ScanPlan()
     for target in expand_targets(paths, errors):
+        policy = policy_for(target.path)
         try:
             if target.kind == "file":
                 plan.paths.append(target.path)
@@ -359,6 +364,6 @@ def scan_plan(
                             plan.add_ready(_header_result(shard, profile, policy))
                     else:
                         plan.add_ready(_header_result(result, profile, policy))
-        except SourceError as exc:  # noqa: PERF203 - one unreadable argument must not stop the others
+        except SourceError as exc:
             errors.append(str(exc))
     return plan

@@ -15,13 +15,20 @@
 # Every file still gets its own process, but a library that takes seconds to
 # import (torch) pays that once.
 #
-# Which exceptions count as a rejection: an adapter may pass `rejects`, a
-# predicate naming the errors its library raises on purpose (SafetensorError,
-# SafetensorsParsingError).  The default counts any Exception as a rejection
-# except those that mean the parser itself broke: RecursionError, MemoryError,
-# SystemError, and the ValueError of Python's integer-digit limit.  Anything
-# that is not an Exception (a Rust panic surfaces as a BaseException) is a
-# crash.
+# Which exceptions count as a rejection: ONE rule, shared with `stcheck fuzz
+# loader-under-test` (both import it from validator/_rejection.py).  A
+# loader rejects a file cleanly only when it raises an exception of a type
+# it documents for bad input: ValueError and its subclasses
+# (json.JSONDecodeError, UnicodeDecodeError), stcheck's StcheckError,
+# safetensors' SafetensorError, huggingface_hub's SafetensorsParsingError,
+# or a type the adapter or the user names.  Every other exception is a
+# crash: the parser broke instead of deciding.  That covers KeyError,
+# IndexError, TypeError, AttributeError, struct.error, OverflowError and
+# OSError from a parser that trusted a field, RecursionError, MemoryError and
+# SystemError from one that ran away, the ValueError of Python's
+# integer-digit limit, and anything that is not an Exception at all (a Rust
+# panic surfaces as a BaseException).  An adapter may pass `rejects`, its own
+# predicate, when its library documents other types.
 from __future__ import annotations
 
 import hashlib
@@ -34,7 +41,9 @@ import tempfile
 import time
 import traceback
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
+
+from validator._rejection import is_rejection
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -59,18 +68,9 @@ def record(name: str, dtype: object, shape: Iterable[int], data: bytes | None) -
     }
 
 
-def is_crash(exc: BaseException) -> bool:
-    """Whether an exception means the parser broke rather than refused."""
-    if not isinstance(exc, Exception):
-        return True
-    if isinstance(exc, (RecursionError, MemoryError, SystemError)):
-        return True
-    text = str(exc)
-    return isinstance(exc, ValueError) and "digits" in text and "limit" in text
-
-
 def default_rejects(exc: BaseException) -> bool:
-    return not is_crash(exc)
+    """The rule for an adapter that names no error types of its own."""
+    return is_rejection(exc)
 
 
 def run_one(load: Loader, path: str, rejects: Callable[[BaseException], bool] = default_rejects) -> int:
@@ -209,6 +209,18 @@ def tensor_bytes(value: object) -> bytes | None:
         return None
 
 
+ENV_REJECT: Final = "STCHECK_REJECT"  # "module:Name,..." documented rejection types of an --impl callable
+
+
+def _named_type(spec: str) -> type[BaseException]:
+    module_name, _, attr = spec.partition(":")
+    found = getattr(importlib.import_module(module_name), attr)
+    if not (isinstance(found, type) and issubclass(found, BaseException)):
+        msg = f"{spec} is not an exception type"
+        raise TypeError(msg)
+    return found
+
+
 def load_callable(spec: str) -> Loader:
     """A loader from "module:function", where function(path) returns a mapping
     of names to arrays/tensors (numpy, torch, mlx or bytes)."""
@@ -234,7 +246,8 @@ if __name__ == "__main__":
     sys.path.insert(0, str(Path.cwd()))
     try:
         loader = load_callable(target)
+        named = tuple(_named_type(n) for n in os.environ.get(ENV_REJECT, "").split(",") if n)
     except Exception as exc:  # noqa: BLE001 - report any import failure as unavailable
         sys.stderr.write(f"cannot import {target}: {type(exc).__name__}: {exc}\n")
         raise SystemExit(UNAVAILABLE) from None
-    raise SystemExit(main(loader, lambda: target))
+    raise SystemExit(main(loader, lambda: target, lambda exc: is_rejection(exc, named)))

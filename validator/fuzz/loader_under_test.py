@@ -9,8 +9,14 @@
 # of stopping at the first; hangs and memory blow-ups are left to the
 # engine's -timeout and -rss_limit_mb, and the runner files them as the
 # categories `hang` and `out-of-memory`.
-# ruff: noqa: PLC0415, PTH103, PTH105, PTH109, PTH112, PTH118, PTH123, PTH202, PTH208
-# Lazy imports: atheris, numpy, hypothesis and safetensors load, only where used.
+#
+# Reject or crash: the one rule of validator/conformance/adapter.py
+# (is_rejection), so a loader gets the same verdict here and in
+# `stcheck conformance --impl`.  ValueError and its subclasses, StcheckError,
+# SafetensorError, SafetensorsParsingError and the types named with
+# --reject-exception are rejections; KeyError, IndexError, TypeError,
+# struct.error, RecursionError and every other exception are crashes.
+# ruff: noqa: PTH103, PTH105, PTH109, PTH112, PTH118, PTH123, PTH202, PTH208
 # Paths: os.path and open(), like the rest of the package.
 from __future__ import annotations
 
@@ -26,7 +32,7 @@ import sys
 import tempfile
 from typing import TYPE_CHECKING, Any, Final
 
-from validator._errors import StcheckError
+from validator._rejection import is_rejection
 from validator._rules import Profile
 from validator._validate import validate
 from validator.fuzz.targets import numpy_representable, reference_load, tensor_bytes, tie_classes
@@ -73,7 +79,7 @@ class LoaderUnderTest:
     function: Callable[[Any], Any] | None = None
     command: str | None = None
     pass_bytes: bool = False
-    clean: tuple[type[BaseException], ...] = (ValueError, StcheckError)
+    clean: tuple[type[BaseException], ...] = ()  # documented rejection types beyond the default ones
     timeout_s: float = CMD_TIMEOUT_S
 
     def run(self, data: bytes) -> Outcome:
@@ -101,11 +107,11 @@ class LoaderUnderTest:
         assert self.function is not None
         try:
             value = self.function(arg)
-        except self.clean:
-            return Outcome(accepted=False)
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:  # noqa: BLE001 - classifying the loader's failures is the point
+            if is_rejection(exc, self.clean):
+                return Outcome(accepted=False)
             return Outcome(accepted=False, crashed=True, detail=f"{_type_name(exc)}: {str(exc)[:200]}")
         tensors = value if hasattr(value, "keys") and hasattr(value, "__getitem__") else None
         return Outcome(accepted=True, tensors=tensors)
@@ -129,15 +135,9 @@ def _import(spec: str) -> Any:  # noqa: ANN401 - whatever the user names
 
 def from_env() -> LoaderUnderTest:
     """The loader named by the environment (set by `stcheck fuzz loader-under-test`)."""
-    clean: tuple[type[BaseException], ...] = (ValueError, StcheckError)
+    clean: tuple[type[BaseException], ...] = ()
     for name in filter(None, os.environ.get(ENV_REJECT, "").split(",")):
         clean = (*clean, _import(name))
-    try:
-        import safetensors
-
-        clean = (*clean, safetensors.SafetensorError)
-    except ImportError:
-        pass
     if os.environ.get(ENV_LOADER_CMD):
         return LoaderUnderTest(command=os.environ[ENV_LOADER_CMD], clean=clean)
     spec = os.environ.get(ENV_LOADER)

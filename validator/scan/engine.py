@@ -25,10 +25,11 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_compl
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final
 
-from validator._check import Checker
+from validator._check import MAX_PER_RULE, Checker
 from validator._errors import SourceError
 from validator._findings import ReportBase
-from validator._rules import Profile
+from validator._group import group_per_tensor
+from validator._rules import Profile, Severity
 from validator._source import open_regular
 from validator._validate import validate
 from validator.scan.integrity import Digester, Expected, check_digest, from_blob_name, lookup
@@ -42,7 +43,11 @@ if TYPE_CHECKING:
     from validator._findings import Finding
 
 SUFFIX: Final = ".safetensors"
+INCOMPLETE: Final = ".incomplete"  # huggingface_hub's name for a blob still downloading
 DEFAULT_CHUNK: Final = 16 << 20
+# Rules whose findings are grouped per file when they repeat tensor after
+# tensor (warnings are grouped whatever their region).
+_GROUPED_REGIONS: Final = frozenset({"deep", "policy"})
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,9 @@ class Job:
     expected: Expected | None = None
     validate: bool = True  # False: a hub blob that is not a safetensors file
     checksum_required: bool = False
+    policy: Policy | None = None  # the policy in force for this file (given, or found above it)
+    kind: str = "file"  # "file"; "incomplete": an interrupted hub download; "missing": listed, not on disk
+    listed_by: str | None = None  # for "missing": the checksum line that names the file
 
 
 @dataclass(frozen=True)
@@ -88,6 +96,8 @@ class FileResult(ReportBase[ScanItem]):
     seconds: float = 0.0
     profile: str = "strict"
     metadata: dict[str, str] | None = None
+    policy: str | None = None  # where the policy in force came from
+    not_listed: int = 0  # findings beyond the per-rule cap: counted, not kept
 
     @property
     def active(self) -> list[ScanItem]:
@@ -124,6 +134,8 @@ class FileResult(ReportBase[ScanItem]):
             "sha256": self.sha256,
             "bytes_read": self.bytes_read,
             "deep": self.deep,
+            "policy": self.policy,
+            "suppressed": self.not_listed,
         }
 
 
@@ -138,6 +150,8 @@ def iter_paths(paths: Sequence[str], errors: list[str]) -> Iterator[str]:
             for root, dirs, files in os.walk(path, onerror=lambda e: errors.append(f"{e.filename}: {e.strerror}")):
                 dirs.sort()
                 found.extend(os.path.join(root, f) for f in files if f.endswith(SUFFIX))
+            if not found:
+                errors.append(f"{path}: no *{SUFFIX} file in this directory or below it")
             yield from sorted(found)
         elif os.path.lexists(path):
             yield path
@@ -165,18 +179,35 @@ def _repo_id(dirname: str) -> str | None:
     return repo if kind == "models" else f"{kind}/{repo}"
 
 
+def _repo_dirs(cache: str) -> list[tuple[str, str]]:
+    """(repo id, folder) of every repository in a hub cache, or of the one
+    repository folder (``models--org--name``) given instead of a cache."""
+    own = _repo_id(os.path.basename(os.path.normpath(cache)))
+    if own is not None and os.path.isdir(os.path.join(cache, "snapshots")):
+        return [(own, cache)]
+    found = []
+    for name in sorted(os.listdir(cache)):
+        repo = _repo_id(name)
+        if repo is not None and os.path.isdir(os.path.join(cache, name, "snapshots")):
+            found.append((repo, os.path.join(cache, name)))
+    return found
+
+
 def hf_cache_jobs(cache: str, errors: list[str]) -> list[Job]:
-    """Jobs for every file of every snapshot in a hub cache, one per blob."""
+    """Jobs for every file of every snapshot in a hub cache, one per blob,
+    and one for each interrupted download (a ``.incomplete`` blob)."""
     if not os.path.isdir(cache):
         errors.append(f"{cache}: not a Hugging Face hub cache directory")
         return []
+    repos = _repo_dirs(cache)
+    if not repos:
+        errors.append(f"{cache}: no models--*/snapshots folder here: not a Hugging Face hub cache")
+        return []
     by_blob: dict[str, list[tuple[str, str | None]]] = {}
     kinds: dict[str, bool] = {}
-    for repo_dir in sorted(os.listdir(cache)):
-        repo = _repo_id(repo_dir)
-        snapshots = os.path.join(cache, repo_dir, "snapshots")
-        if repo is None or not os.path.isdir(snapshots):
-            continue
+    jobs: list[Job] = []
+    for repo, folder in repos:
+        snapshots = os.path.join(folder, "snapshots")
         for revision in sorted(os.listdir(snapshots)):
             top = os.path.join(snapshots, revision)
             for root, dirs, files in os.walk(top, onerror=lambda e: errors.append(f"{e.filename}: {e.strerror}")):
@@ -191,7 +222,13 @@ def hf_cache_jobs(cache: str, errors: list[str]) -> list[Job]:
                         continue
                     by_blob.setdefault(target, []).append((display, repo))
                     kinds[target] = kinds.get(target, False) or name.endswith(SUFFIX)
-    jobs = []
+        blobs = os.path.join(folder, "blobs")
+        if os.path.isdir(blobs):
+            jobs.extend(
+                Job(os.path.join(blobs, name), ((f"{repo}/blobs/{name}", repo),), kind="incomplete")
+                for name in sorted(os.listdir(blobs))
+                if name.endswith(INCOMPLETE)
+            )
     for blob, names in by_blob.items():
         expected = from_blob_name(blob)
         jobs.append(Job(blob, tuple(names), expected, validate=kinds[blob], checksum_required=True))
@@ -249,11 +286,19 @@ def scan_file(job: Job, options: Options, progress: Callable[[int], None] | None
     """
     started = time.perf_counter()
     display, model = job.names[0]
+    policy = job.policy if job.policy is not None else options.policy
     result = FileResult(
-        path=display, model=model, kind="safetensors" if job.validate else "blob", profile=options.profile.value
+        path=display,
+        model=model,
+        kind=_result_kind(job),
+        profile=options.profile.value,
+        policy=None if policy is None else policy.source,
     )
     try:
-        _scan_into(job, options, result, progress)
+        if job.kind == "file":
+            _scan_into(job, options, policy, result, progress)
+        else:
+            _not_a_file(job, result)
     except (OSError, SourceError) as exc:
         result.error = str(exc) if isinstance(exc, SourceError) else f"{display}: {exc.strerror or exc}"
     except MemoryError:
@@ -262,8 +307,36 @@ def scan_file(job: Job, options: Options, progress: Callable[[int], None] | None
     return result
 
 
-def _scan_into(job: Job, options: Options, result: FileResult, progress: Callable[[int], None] | None) -> None:
+def _result_kind(job: Job) -> str:
+    if job.kind == "missing":
+        return "missing"
+    return "safetensors" if job.validate and job.kind == "file" else "blob"
+
+
+def _not_a_file(job: Job, result: FileResult) -> None:
+    """A job that is a finding by itself: a listed file not on disk, an interrupted download."""
     out = Checker()
+    if job.kind == "missing":
+        result.file_size = 0
+        out.add("checksum-file-missing", f"{job.listed_by} lists this file, but it is not on disk", None)
+    else:
+        size = os.lstat(job.path).st_size
+        result.file_size = size
+        out.add(
+            "download-incomplete",
+            f"an interrupted download ({size} bytes so far): resume or restart it, or delete the blob",
+            None,
+        )
+    result.items = apply_policy(out.findings, None)
+
+
+def _scan_into(
+    job: Job, options: Options, policy: Policy | None, result: FileResult, progress: Callable[[int], None] | None
+) -> None:
+    # The scan's own rules keep at most MAX_PER_RULE findings each, as
+    # validate() does, and count the rest: memory stays bounded whatever
+    # the number of findings (1.45 million all-zero tensors, say).
+    out = Checker(limit=MAX_PER_RULE)
     try:
         fd, _ = open_regular(job.path)
     except SourceError as exc:
@@ -279,11 +352,12 @@ def _scan_into(job: Job, options: Options, result: FileResult, progress: Callabl
         if job.validate:
             report = validate(fh, profile=options.profile)
             findings.extend(report.findings)
+            result.not_listed += report.suppressed
             result.header_size = report.header_size
             result.tensor_count = None if report.tensors is None else len(report.tensors)
             result.metadata = None if report.metadata is None else dict(report.metadata)
-            if options.policy is not None:
-                check_policy(report, options.policy, out)
+            if policy is not None:
+                check_policy(report, policy, out)
         expected = job.expected
         required = job.checksum_required
         if options.sha256 is not None:
@@ -313,7 +387,13 @@ def _scan_into(job: Job, options: Options, result: FileResult, progress: Callabl
             result.deep = scanner.finish(out).to_json()
         if digester is not None and want_digest:
             check_digest(digester, expected, out, required=required)
-    result.items = apply_policy([*findings, *out.findings], options.policy)
+    result.not_listed += sum(out.dropped.values())
+    shown = group_per_tensor([*findings, *out.findings], not_kept=out.dropped, groupable=_groupable)
+    result.items = apply_policy(shown, policy)
+
+
+def _groupable(finding: Finding) -> bool:
+    return finding.severity is Severity.WARNING or finding.rule.region in _GROUPED_REGIONS
 
 
 # -- many files --------------------------------------------------------------
@@ -325,8 +405,13 @@ def run_jobs(
     *,
     workers: int,
     progress: Callable[[int], None] | None = None,
+    on_file: Callable[[], None] | None = None,
 ) -> list[FileResult]:
-    """Scan every job, in parallel when there is more than one; keep job order."""
+    """Scan every job, in parallel when there is more than one; keep job order.
+
+    ``progress`` is called with byte counts as files are read; ``on_file``
+    once per finished job.
+    """
     results: list[list[FileResult] | None] = [None] * len(jobs)
 
     def expand(job: Job, result: FileResult) -> list[FileResult]:
@@ -338,7 +423,7 @@ def run_jobs(
             for k, (name, model) in enumerate(job.names)
         ]
 
-    sizes = [_size(job.path) for job in jobs]
+    sizes = [_size(job.path) if job.kind == "file" else 0 for job in jobs]
     if workers <= 1 or len(jobs) <= 1:
         # In this process the bar can follow each chunk of a large file.
         for i, job in enumerate(jobs):
@@ -346,6 +431,8 @@ def run_jobs(
             results[i] = expand(job, result)
             if progress is not None:
                 progress(max(0, sizes[i] - result.bytes_read))
+            if on_file is not None:
+                on_file()
     else:
         with ProcessPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
             futures = {pool.submit(scan_file, job, options): i for i, job in enumerate(jobs)}
@@ -354,6 +441,8 @@ def run_jobs(
                 results[i] = expand(jobs[i], future.result())
                 if progress is not None:
                     progress(sizes[i])
+                if on_file is not None:
+                    on_file()
     return [r for group in results if group is not None for r in group]
 
 
@@ -366,7 +455,7 @@ def _size(path: str) -> int:
 
 def total_size(jobs: Sequence[Job]) -> int:
     """Bytes the jobs will read at most (for the progress bar)."""
-    return sum(_size(job.path) for job in jobs)
+    return sum(_size(job.path) for job in jobs if job.kind == "file")
 
 
 def stderr_is_tty() -> bool:

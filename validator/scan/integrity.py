@@ -65,7 +65,20 @@ def _key(path: str) -> str:
     return os.path.normcase(os.path.realpath(path))
 
 
-def read_checksums(path: str) -> dict[str, Expected]:
+class Checksums(dict[str, Expected]):
+    """realpath -> Expected, plus the listed files that are not on disk.
+
+    ``missing`` holds (name as listed, "FILE:LINE") for every line whose file
+    exists under none of the names it may have: `sha256sum -c` reports those
+    as failures, and so does a scan (checksum-file-missing).
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.missing: list[tuple[str, str]] = []
+
+
+def read_checksums(path: str) -> Checksums:
     """Parse a sha256sum-format file into realpath -> Expected.
 
     Relative names are resolved against the directory of the checksum file,
@@ -80,7 +93,7 @@ def read_checksums(path: str) -> dict[str, Expected]:
         msg = f"{path}: cannot read checksums: {exc}"
         raise SourceError(msg) from exc
     base = os.path.dirname(os.path.abspath(path))
-    table: dict[str, Expected] = {}
+    table = Checksums()
     for number, line in enumerate(lines, 1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
@@ -95,6 +108,8 @@ def read_checksums(path: str) -> dict[str, Expected]:
         candidates = [name] if os.path.isabs(name) else [os.path.join(base, name), name]
         for candidate in candidates:
             table.setdefault(_key(candidate), expected)
+        if not any(os.path.lexists(candidate) for candidate in candidates):
+            table.missing.append((candidates[0], expected.source))
     return table
 
 

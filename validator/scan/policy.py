@@ -6,9 +6,12 @@
 # a reason, which reports show next to the finding: a suppressed finding is
 # kept, marked suppressed, never silently dropped.  A policy with an unknown
 # key, an unknown rule or a missing reason is refused (PolicyError) rather
-# than half-applied.
+# than half-applied, and so is one that would ignore, or lower to a
+# warning, a rule for which safetensors 0.8.0 rejects the file.  Without
+# --policy, the [tool.stcheck] table of the pyproject.toml nearest each
+# scanned path applies (found from the path, not the working directory).
 # Paths are str, handled with os.path as in the rest of the package.
-# ruff: noqa: PTH100, PTH113, PTH118, PTH119, PTH120, PTH123
+# ruff: noqa: PTH100, PTH112, PTH113, PTH118, PTH119, PTH120, PTH123
 from __future__ import annotations
 
 import os
@@ -128,6 +131,15 @@ def _dtypes(where: str, value: object) -> frozenset[str]:
     return frozenset(value)
 
 
+def rejected_by_reference(rule: Rule) -> bool:
+    """Whether a file that breaks ``rule`` is one safetensors 0.8.0 refuses to load.
+
+    Such a finding may never be ignored or lowered to a warning: a policy
+    must not turn a file the reference rejects into a pass.
+    """
+    return rule.reference_error is not None or rule.region == "format"
+
+
 def _rule_settings(where: str, value: object) -> dict[str, RuleSetting]:
     if not isinstance(value, dict):
         raise PolicyError(f"{where}: expected a table of rules")
@@ -156,6 +168,11 @@ def _rule_settings(where: str, value: object) -> dict[str, RuleSetting]:
                 raise PolicyError(f"{here}.severity: expected 'error' or 'warning'") from None
         if severity is None and not ignore:
             raise PolicyError(f"{here}: give 'severity' or 'ignore = true'")
+        if rejected_by_reference(found) and (ignore or severity is Severity.WARNING):
+            raise PolicyError(
+                f"{here}: safetensors 0.8.0 rejects every file that breaks {found.code} {found.slug}; "
+                "a policy cannot ignore it or lower it to a warning"
+            )
         out[found.slug] = RuleSetting(reason.strip(), severity, ignore)
     return out
 
@@ -216,14 +233,24 @@ def load_policy(path: str) -> Policy:
 
 
 def find_pyproject_policy(start: str = ".") -> Policy | None:
-    """The [tool.stcheck] policy of the nearest pyproject.toml above ``start``."""
+    """The [tool.stcheck] policy of the nearest pyproject.toml above ``start``
+    that has one.
+
+    ``start`` is a scanned path (a file or a directory): configuration is
+    found relative to what is scanned, as ruff does, so the verdict does not
+    depend on the directory the command runs in.  A pyproject.toml without a
+    [tool.stcheck] table is passed over.
+    """
     here = os.path.abspath(start)
+    if not os.path.isdir(here):
+        here = os.path.dirname(here)
     while True:
         candidate = os.path.join(here, "pyproject.toml")
         if os.path.isfile(candidate):
             doc = _load_toml(candidate)
             table = doc.get("tool", {}).get("stcheck")
-            return None if table is None else parse_policy(table, f"{candidate} [tool.stcheck]")
+            if table is not None:
+                return parse_policy(table, f"{candidate} [tool.stcheck]")
         parent = os.path.dirname(here)
         if parent == here:
             return None

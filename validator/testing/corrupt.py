@@ -89,6 +89,7 @@ OTHER_REGIONS: Final = {
     "index": "checked on a model.safetensors.index.json and the shards it names, not on one file",
     "integrity": "needs an expected digest from outside the file",
     "policy": "needs a user's policy; the default validation has none",
+    "format": "the file is another format altogether, not a safetensors file with one defect",
 }
 
 

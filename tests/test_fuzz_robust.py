@@ -1,0 +1,175 @@
+# `stcheck fuzz loader-under-test` never passes work it did not do (issue
+# 12): an unimportable loader, a missing command, an --out left by an
+# earlier run and a campaign of 0 executions all exit 2 with a one-line
+# reason.  And one rule decides reject or crash for a loader's exception, the
+# same in fuzz-your-loader and in the conformance adapter.
+from __future__ import annotations
+
+import json
+import struct
+import sys
+from pathlib import Path
+
+import pytest
+
+from validator.cli.main import main
+from validator.conformance import adapter
+from validator.fuzz import loader_under_test as yours
+from validator.fuzz import supervisor
+from validator.fuzz.seeds import seed_files
+
+ROOT = Path(__file__).resolve().parent.parent
+NAIVE = "fuzz.examples.naive_loader:load"
+
+
+def _fuzz(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(["fuzz", "loader-under-test", *argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_misspelt_loader_exits_2(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    code, out, err = _fuzz(
+        capsys, "--loader", "fuzz.examples.naive_loader:nope", "--seconds", "1", "--out", str(tmp_path)
+    )
+    assert code == 2
+    assert err.startswith("stcheck fuzz: cannot import --loader fuzz.examples.naive_loader:nope")
+    assert "AttributeError" in err
+    assert "no disagreement" not in out
+
+
+def test_unimportable_module_exits_2_also_in_replay(tmp_path, capsys):
+    seed = tmp_path / "x.safetensors"
+    seed.write_bytes(seed_files()["y_one_f32.safetensors"])
+    code, _, err = _fuzz(capsys, "--loader", "no_such_module_xyz:load", "--replay", str(seed))
+    assert code == 2
+    assert "ModuleNotFoundError" in err
+
+
+def test_missing_loader_command_exits_2(tmp_path, capsys):
+    code, _, err = _fuzz(capsys, "--loader-cmd", "no-such-program-xyz {path}", "--seconds", "1", "--out", str(tmp_path))
+    assert code == 2
+    assert "no-such-program-xyz: command not found" in err
+
+
+def test_stale_out_is_refused_and_overwrite_clears_it(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    yours.record(str(tmp_path), "crash:KeyError", "from an earlier loader", b"old input")
+    code, out, err = _fuzz(capsys, "--loader", NAIVE, "--seconds", "1", "--out", str(tmp_path))
+    assert code == 2
+    assert "holds 1 problem reports of an earlier run" in err
+    assert "crash:KeyError" not in out
+
+    seen: list[str] = []
+
+    def fake_run(config, out=print):
+        seen.append(config.target)
+        return supervisor.Summary(target=config.target, seconds=1.0, execs=10)
+
+    monkeypatch.setattr(supervisor, "run", fake_run)
+    code, out, err = _fuzz(capsys, "--loader", NAIVE, "--seconds", "1", "--out", str(tmp_path), "--overwrite")
+    assert seen == ["loader-under-test"]
+    assert yours.read_findings(str(tmp_path)) == []
+    assert code == 0, err
+    assert "no disagreement with safetensors 0.8.0 found" in out
+
+
+@pytest.mark.parametrize("target", ["loader-under-test", "validate"])
+def test_zero_executions_exit_2(tmp_path, capsys, monkeypatch, target):
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(supervisor, "atheris_available", lambda: True)
+    monkeypatch.setattr(supervisor, "run", lambda config, out=print: supervisor.Summary(target=config.target))
+    argv = ["fuzz", target, "--seconds", "1", "--workdir", str(tmp_path / "w")]
+    if target == "loader-under-test":
+        argv += ["--loader", NAIVE, "--out", str(tmp_path / "o")]
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"{target}: 0 executions; the target never ran" in err
+
+
+# --- one rule: reject or crash --------------------------------------------------------
+
+
+class _DocumentedError(Exception):
+    pass
+
+
+def _raising(exc: BaseException):
+    def load(_arg: object) -> object:
+        raise exc
+
+    return load
+
+
+CASES = [
+    # (exception, a clean rejection?)
+    (ValueError("bad header"), True),
+    (json.JSONDecodeError("x", "doc", 0), True),
+    (UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte"), True),
+    (KeyError("data_offsets"), False),
+    (IndexError("list index out of range"), False),
+    (TypeError("string indices must be integers"), False),
+    (struct.error("unpack requires a buffer of 8 bytes"), False),
+    (RecursionError("maximum recursion depth exceeded"), False),
+    (MemoryError(), False),
+    (OSError("short read"), False),
+    (ValueError("Exceeds the limit (4300 digits) for integer string conversion"), False),
+    (BaseException("a Rust panic"), False),
+]
+
+
+@pytest.mark.parametrize(("exc", "rejects"), CASES, ids=[type(e).__name__ + str(i) for i, (e, _) in enumerate(CASES)])
+def test_one_rule_for_fuzz_and_conformance(exc: BaseException, rejects: bool, capsys) -> None:
+    data = seed_files()["y_one_f32.safetensors"]
+    outcome = yours.LoaderUnderTest(function=_raising(exc), pass_bytes=True).run(data)
+    assert outcome.crashed is not rejects
+    code = adapter.run_one(lambda _path: _raising(exc)(None), "x.safetensors")
+    capsys.readouterr()
+    assert code == (adapter.REJECT if rejects else adapter.CRASH)
+    assert adapter.is_rejection(exc) is rejects
+
+
+def test_documented_types_are_rejections_in_both(capsys) -> None:
+    exc = _DocumentedError("refused")
+    assert not adapter.is_rejection(exc)
+    assert adapter.is_rejection(exc, (_DocumentedError,))
+    loader = yours.LoaderUnderTest(function=_raising(exc), pass_bytes=True, clean=(_DocumentedError,))
+    assert not loader.run(b"").crashed
+    assert (
+        adapter.run_one(lambda _p: _raising(exc)(None), "x", lambda e: adapter.is_rejection(e, (_DocumentedError,)))
+        == 1
+    )
+    capsys.readouterr()
+
+
+def test_library_errors_are_recognised_by_name() -> None:
+    import validator
+
+    class SafetensorError(Exception):  # the binding's type, without importing it
+        pass
+
+    assert adapter.is_rejection(SafetensorError("header too large"))
+    assert adapter.is_rejection(validator.SourceError("x: not a regular file"))  # a StcheckError
+
+
+def test_naive_loader_crashes_on_a_short_file_in_both(monkeypatch) -> None:
+    # Before: conformance counted its struct.error as a reject, fuzz as a crash.
+    monkeypatch.syspath_prepend(str(ROOT))
+    short = seed_files()["n_too_small.safetensors"]
+    loader = yours.LoaderUnderTest(function=yours._import(NAIVE))
+    assert [c for c, _ in yours.classify(loader, short)] == ["crash:struct.error"]
+    sys.modules.pop("naive", None)
+
+
+def test_conformance_impl_applies_the_same_rule(tmp_path, capsys, monkeypatch):
+    (tmp_path / "keyerror_loader.py").write_text("def load(path):\n    raise KeyError('data_offsets')\n")
+    monkeypatch.chdir(tmp_path)
+    argv = ["conformance", "--corpus", str(ROOT / "corpus"), "--impl", "keyerror_loader:load", "--quiet"]
+    argv += ["--files", "n_prefix_7_bytes.safetensors"]
+    assert main(argv) == 1
+    out = capsys.readouterr().out
+    assert "FAIL crash: n_prefix_7_bytes.safetensors" in out
+    assert main([*argv, "--reject-exception", "builtins:KeyError"]) == 0
+    assert "passed: 0 failing results" in capsys.readouterr().out
