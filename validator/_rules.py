@@ -125,6 +125,7 @@ _TABLE: Final[tuple[tuple[str, str, str, Severity, frozenset[Profile], str | Non
     ("ST610", "policy-too-many-tensors", "file has more tensors than the policy allows", _E, BOTH, None, "policy"),
     ("ST611", "policy-dtype-forbidden", "tensor's dtype is not allowed by the policy", _E, BOTH, None, "policy"),
     ("ST612", "policy-metadata-missing", "a metadata key the policy requires is absent", _E, BOTH, None, "policy"),
+    ("ST620", "scan-timeout", "file was not scanned within the per-file time limit", _E, BOTH, None, "policy"),
 )
 
 RULES: Final[tuple[Rule, ...]] = tuple(Rule(*row) for row in _TABLE)

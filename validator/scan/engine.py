@@ -85,6 +85,7 @@ class FileResult:
     seconds: float = 0.0
     profile: str = "strict"
     metadata: dict[str, str] | None = None
+    cached: bool = False  # replayed from a results cache (validator.scan.cache), not read
 
     @property
     def active(self) -> list[ScanItem]:
@@ -101,7 +102,7 @@ class FileResult:
         the scan's own fields.  (Unreadable files are listed in the summary's
         ``unreadable``, as `stcheck check` does.)  Tensor tables are left out
         (``tensors`` is null): a scan reports their count instead."""
-        return {
+        doc: dict[str, Any] = {
             "path": self.path,
             "valid": self.valid,
             "profile": self.profile,
@@ -117,6 +118,9 @@ class FileResult:
             "bytes_read": self.bytes_read,
             "deep": self.deep,
         }
+        if self.cached:
+            doc["cached"] = True
+        return doc
 
 
 # -- discovery ---------------------------------------------------------------
@@ -311,38 +315,47 @@ def _scan_into(job: Job, options: Options, result: FileResult, progress: Callabl
 # -- many files --------------------------------------------------------------
 
 
+def expand(job: Job, result: FileResult) -> list[FileResult]:
+    """One result per name of the job (a shared hub blob is read once: its
+    bytes count under its first name only)."""
+    return [
+        replace(result, path=name, model=model, items=list(result.items), bytes_read=result.bytes_read if k == 0 else 0)
+        for k, (name, model) in enumerate(job.names)
+    ]
+
+
 def run_jobs(
     jobs: Sequence[Job],
     options: Options,
     *,
     workers: int,
     progress: Callable[[int], None] | None = None,
+    scan: Callable[..., FileResult] = scan_file,
+    on_result: Callable[[int, FileResult], None] | None = None,
 ) -> list[FileResult]:
-    """Scan every job, in parallel when there is more than one; keep job order."""
-    results: list[list[FileResult] | None] = [None] * len(jobs)
+    """Scan every job, in parallel when there is more than one; keep job order.
 
-    def expand(job: Job, result: FileResult) -> list[FileResult]:
-        # A shared blob is read once: its bytes count under its first name only.
-        return [
-            replace(
-                result, path=name, model=model, items=list(result.items), bytes_read=result.bytes_read if k == 0 else 0
-            )
-            for k, (name, model) in enumerate(job.names)
-        ]
+    ``scan`` replaces scan_file (a picklable callable with its signature);
+    ``on_result(index, result)`` sees each job's result as it completes."""
+    results: list[list[FileResult] | None] = [None] * len(jobs)
 
     sizes = [_size(job.path) for job in jobs]
     if workers <= 1 or len(jobs) <= 1:
         # In this process the bar can follow each chunk of a large file.
         for i, job in enumerate(jobs):
-            result = scan_file(job, options, progress)
+            result = scan(job, options, progress)
+            if on_result is not None:
+                on_result(i, result)
             results[i] = expand(job, result)
             if progress is not None:
                 progress(max(0, sizes[i] - result.bytes_read))
     else:
         with ProcessPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
-            futures = {pool.submit(scan_file, job, options): i for i, job in enumerate(jobs)}
+            futures = {pool.submit(scan, job, options): i for i, job in enumerate(jobs)}
             for future in as_completed(futures):
                 i = futures[future]
+                if on_result is not None:
+                    on_result(i, future.result())
                 results[i] = expand(jobs[i], future.result())
                 if progress is not None:
                     progress(sizes[i])
