@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from validator._errors import SourceError
 from validator._rules import Profile, Severity
 from validator.cli.main import EXIT_ERROR, EXIT_INVALID, EXIT_OK
+from validator.scan import runner as scale
 from validator.scan.engine import (
     DEFAULT_CHUNK,
     Job,
@@ -80,6 +81,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--no-warnings", action="store_true", help="leave warnings out of the text report")
     p.add_argument("--jobs", "-j", type=int, default=0, metavar="N", help="worker processes (default: CPU count)")
+    scale.add_arguments(p)  # --cache, --cluster, --timeout-per-file
     p.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK, metavar="BYTES", help=argparse.SUPPRESS)
     p.add_argument(
         "--progress",
@@ -186,8 +188,14 @@ def run_scan(args: argparse.Namespace) -> int:
     )
     workers = args.jobs if args.jobs > 0 else (os.cpu_count() or 1)
     started = time.perf_counter()
-    with progress_bar(args.progress, total_size(jobs), len(jobs)) as advance:
-        results = run_jobs(jobs, options, workers=workers, progress=advance)
+    if scale.wanted(args):
+        try:
+            results = scale.run_from_args(args, jobs, options, workers, progress_bar)
+        except scale.ScaleError as exc:
+            return _fail(str(exc))
+    else:
+        with progress_bar(args.progress, total_size(jobs), len(jobs)) as advance:
+            results = run_jobs(jobs, options, workers=workers, progress=advance)
     seconds = time.perf_counter() - started
     policy_name = None if policy is None else policy.source
     text = render(

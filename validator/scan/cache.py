@@ -21,7 +21,7 @@
 # store keeps one row per (path, context): a new identity for a path
 # replaces the old row, so the cache does not grow with every rewrite.
 # Paths are str, handled with os.path as in the rest of the package.
-# ruff: noqa: PTH100
+# ruff: noqa: PTH100, PTH116
 from __future__ import annotations
 
 import hashlib
@@ -245,23 +245,25 @@ class ResultCache:
         """Release the connection."""
         raise NotImplementedError
 
-    def __enter__(self) -> ResultCache:
+    def __enter__(self) -> ResultCache:  # noqa: PYI034 - typing_extensions.Self is not a dependency
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-def _batches(keys: Sequence[Key]) -> Iterable[Sequence[Key]]:
-    for start in range(0, len(keys), _BATCH):
-        yield keys[start : start + _BATCH]
+def _chunks(identities: Sequence[str]) -> Iterable[Sequence[str]]:
+    for start in range(0, len(identities), _BATCH):
+        yield identities[start : start + _BATCH]
 
 
 _SQLITE_DDL: Final = (
     "CREATE TABLE IF NOT EXISTS stcheck_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS stcheck_results ("
-    " identity TEXT NOT NULL, context TEXT NOT NULL, path TEXT NOT NULL,"
-    " result TEXT NOT NULL, created REAL NOT NULL, PRIMARY KEY (identity, context))",
+    (
+        "CREATE TABLE IF NOT EXISTS stcheck_results ("
+        " identity TEXT NOT NULL, context TEXT NOT NULL, path TEXT NOT NULL,"
+        " result TEXT NOT NULL, created REAL NOT NULL, PRIMARY KEY (identity, context))"
+    ),
     "CREATE INDEX IF NOT EXISTS stcheck_results_path ON stcheck_results (path, context)",
 )
 
@@ -301,7 +303,7 @@ class SqliteCache(ResultCache):
         found: dict[Key, str] = {}
         wanted = set(keys)
         try:
-            for batch in _batches(sorted({identity for identity, _ in keys})):
+            for batch in _chunks(sorted({identity for identity, _ in keys})):
                 marks = ",".join("?" * len(batch))
                 rows = self._db.execute(
                     f"SELECT identity, context, result FROM stcheck_results WHERE identity IN ({marks})",  # noqa: S608 - only placeholders are interpolated
@@ -343,9 +345,11 @@ class SqliteCache(ResultCache):
 
 
 _PG_DDL: Final = (
-    "CREATE TABLE IF NOT EXISTS stcheck_results ("
-    " identity TEXT NOT NULL, context TEXT NOT NULL, path TEXT NOT NULL,"
-    " result TEXT NOT NULL, created DOUBLE PRECISION NOT NULL, PRIMARY KEY (identity, context))",
+    (
+        "CREATE TABLE IF NOT EXISTS stcheck_results ("
+        " identity TEXT NOT NULL, context TEXT NOT NULL, path TEXT NOT NULL,"
+        " result TEXT NOT NULL, created DOUBLE PRECISION NOT NULL, PRIMARY KEY (identity, context))"
+    ),
     "CREATE INDEX IF NOT EXISTS stcheck_results_path ON stcheck_results (path, context)",
 )
 # pg_advisory_xact_lock key that serialises table creation between scans
@@ -376,7 +380,7 @@ class PostgresCache(ResultCache):
         found: dict[Key, str] = {}
         wanted = set(keys)
         try:
-            for batch in _batches(sorted({identity for identity, _ in keys})):
+            for batch in _chunks(sorted({identity for identity, _ in keys})):
                 rows = self._db.execute(
                     "SELECT identity, context, result FROM stcheck_results WHERE identity = ANY(%s)", (list(batch),)
                 ).fetchall()
@@ -440,7 +444,9 @@ class Lookup:
     """The cache's answer for a list of jobs: the results it holds, and the
     keys under which the others are to be stored once scanned."""
 
-    def __init__(self, cache: ResultCache, jobs: Sequence[Job], options: Options, identities: Sequence[str | None]):
+    def __init__(
+        self, cache: ResultCache, jobs: Sequence[Job], options: Options, identities: Sequence[str | None]
+    ) -> None:
         self.cache = cache
         base = scan_context(options)
         self.keys: list[Key | None] = [
