@@ -66,7 +66,7 @@ def local_identity(path: str) -> str | None:
         st = os.stat(path)
     except OSError:
         return None
-    return f"file:{os.path.abspath(path)}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_dev}\0{st.st_ino}"
+    return _text(["file", os.path.abspath(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_dev, st.st_ino])
 
 
 def remote_identity(url: str, *, etag: str | None = None, blob_id: str | None = None) -> str | None:
@@ -76,15 +76,21 @@ def remote_identity(url: str, *, etag: str | None = None, blob_id: str | None = 
     it is not an identity: such a file is always scanned.
     """
     if blob_id:
-        return f"blob:{url}\0{blob_id}"
+        return _text(["blob", url, blob_id])
     if etag and not etag.startswith("W/"):
-        return f"etag:{url}\0{etag}"
+        return _text(["etag", url, etag])
     return None
 
 
+def _text(doc: object) -> str:
+    # JSON, ASCII only: unambiguous for any path (a file name that is not
+    # UTF-8 arrives as lone surrogates, escaped here), and storable as TEXT
+    # in SQLite and PostgreSQL alike (which refuses NUL in text).
+    return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
 def _digest(doc: object) -> str:
-    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return hashlib.sha256(_text(doc).encode()).hexdigest()
 
 
 def policy_hash(policy: Policy | None) -> str | None:
@@ -181,7 +187,7 @@ def encode(result: FileResult) -> str:
         "metadata": result.metadata,
         "items": items,
     }
-    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+    return _text(doc)
 
 
 def decode(text: str, job: Job) -> FileResult | None:
@@ -467,5 +473,5 @@ class Lookup:
         key = self.keys[index]
         if key is None or not cacheable(result):
             return
-        self.cache.put(key, key[0].split("\0", 1)[0], encode(replace(result, cached=False)))
+        self.cache.put(key, _text(json.loads(key[0])[:2]), encode(replace(result, cached=False)))
         self.stored += 1

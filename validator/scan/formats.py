@@ -195,6 +195,8 @@ def to_sarif(results: Sequence[FileResult], errors: Sequence[str]) -> dict[str, 
                 properties["model"] = r.model
             if item.reason is not None:
                 properties["policyReason"] = item.reason
+            if r.cached:
+                properties["cached"] = True  # replayed from the results cache (--cache), not read again
             if properties:
                 result["properties"] = properties
             if item.suppressed is not None:
