@@ -4,6 +4,7 @@
 # what describes the run rather than the files, and a throwaway PostgreSQL
 # server started with initdb/pg_ctl (as the `postgres` user when the tests
 # run as root, because PostgreSQL refuses to run as root).
+# ruff: noqa: PTH118
 from __future__ import annotations
 
 import contextlib

@@ -99,11 +99,15 @@ def test_a_changed_file_is_read_again_and_only_it(tmp_path, capsys):
     os.utime(b, ns=(st.st_atime_ns, st.st_mtime_ns))
     rc, out, err = scan(capsys, "--format", "json", "--deep", "--cache", db, str(tmp_path / "d"))
     assert "0 of 2 files unchanged" in err  # --deep is another context: both miss
+    assert rc == 0
+    assert json.loads(out)["summary"]["findings_by_rule"] == {"ST601 tensor-nan-inf": 1}
     rc, out, err = scan(capsys, "--format", "json", "--deep", "--cache", db, str(tmp_path / "d"))
     assert "2 of 2 files unchanged" in err
+    assert json.loads(out)["summary"]["findings_by_rule"] == {"ST601 tensor-nan-inf": 1}
     b.write_bytes(bytes(data[:-4]) + f32(1.0))
     os.utime(b, ns=(st.st_atime_ns, st.st_mtime_ns))
     rc, out, err = scan(capsys, "--format", "json", "--deep", "--cache", db, str(tmp_path / "d"))
+    assert rc == 0
     assert "1 of 2 files unchanged and not read again; 1 stored" in err
     files = {Path(f["path"]).name: f for f in json.loads(out)["files"]}
     assert files["a.safetensors"]["cached"] is True
@@ -118,7 +122,7 @@ def test_identity_follows_inode_size_and_mtime(tmp_path):
     assert first == local_identity(str(path))
     st = path.stat()
     replacement = write(tmp_path / "y.safetensors", clean_file())
-    os.replace(replacement, path)
+    replacement.replace(path)
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert path.stat().st_size == st.st_size
     assert local_identity(str(path)) != first  # same size and mtime, new inode
@@ -290,7 +294,7 @@ def test_killed_run_resumes_where_it_stopped(tmp_path):
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 1
     assert f"{kept} of {len(files)} files unchanged and not read again; {len(files) - kept} stored" in done.stderr
-    plain = subprocess.run(argv[:-3] + [str(tree)], env=env, capture_output=True, text=True, timeout=300, check=False)
+    plain = subprocess.run([*argv[:-3], str(tree)], env=env, capture_output=True, text=True, timeout=300, check=False)
     assert normalised(done.stdout) == normalised(plain.stdout)
     assert sum(f.get("cached", False) for f in json.loads(done.stdout)["files"]) == kept
 

@@ -119,14 +119,17 @@ def connect(address: Address) -> Iterator[Client]:
 
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
-    """Dask logs every lost worker and connection; the scan reports its own."""
-    logger = logging.getLogger("distributed")
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)
+    """Dask logs every lost worker and connection (its config gives each of
+    its loggers a level of its own); the scan reports its own errors."""
+    names = ["distributed", *(n for n in logging.root.manager.loggerDict if n.startswith("distributed."))]
+    saved = {name: logging.getLogger(name).level for name in names}
+    for name in names:
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
     try:
         yield
     finally:
-        logger.setLevel(level)
+        for name, level in saved.items():
+            logging.getLogger(name).setLevel(level)
 
 
 def scan_on(
@@ -140,6 +143,7 @@ def scan_on(
 ) -> list[FileResult]:
     """Scan on the cluster named by ``--cluster``; see scan_with_client."""
     address = parse_address(cluster)
+    _import_distributed()  # first: importing it configures the loggers _quiet silences
     with _quiet(), connect(address) as client:
         return scan_with_client(
             client,
