@@ -79,6 +79,11 @@ def postgres_server() -> object:
     (str starting with 'skip: ') when none can start here."""
     initdb, pg_ctl = shutil.which("initdb"), shutil.which("pg_ctl")
     if initdb is None or pg_ctl is None:
+        # Debian keeps the server programs off PATH, one directory per version.
+        found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parts[-3]))
+        if found:
+            initdb, pg_ctl = str(found[-1]), str(found[-1].with_name("pg_ctl"))
+    if initdb is None or pg_ctl is None:
         yield "skip: initdb/pg_ctl are not installed (Debian: apt-get install postgresql)"
         return
     prefix: list[str] = []
