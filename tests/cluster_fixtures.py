@@ -80,7 +80,10 @@ def postgres_server() -> object:
     initdb, pg_ctl = shutil.which("initdb"), shutil.which("pg_ctl")
     if initdb is None or pg_ctl is None:
         # Debian keeps the server programs off PATH, one directory per version.
-        found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parts[-3]))
+        found = sorted(
+            (p for p in Path("/usr/lib/postgresql").glob("*/bin/initdb") if p.parts[-3].isdigit()),
+            key=lambda p: int(p.parts[-3]),
+        )
         if found:
             initdb, pg_ctl = str(found[-1]), str(found[-1].with_name("pg_ctl"))
     if initdb is None or pg_ctl is None:
