@@ -299,3 +299,44 @@ def test_split_scan_on_a_cluster_matches_and_checks_digests(tmp_path):
     assert got == wanted
     assert [f["rule"] for f in got[0]["findings"]][-1] == "checksum-mismatch"
     assert all(f["rule"] == "checksum-missing" for r in got[1:] for f in r["findings"][-1:])
+
+
+def test_timeouts_and_the_progress_bar_on_a_cluster(tmp_path, capsys):
+    slow = write(tmp_path / "d" / "slow.safetensors", build([("w", "F32", [MIB], f32(1.0) * MIB)]))
+    write(tmp_path / "d" / "quick.safetensors", build([("w", "F32", [1], f32(1.0))]))
+    rc, out, err = scan(
+        capsys,
+        "--cluster",
+        "local:1",
+        "--deep",
+        "--chunk-size",
+        "4096",
+        "--timeout-per-file",
+        "0.001",
+        "--progress",
+        "always",
+        str(tmp_path / "d"),
+    )
+    assert rc == 1
+    assert f"{slow}:: ST620 scan-timeout the scan did not finish within 0.001 s" in out
+    assert "Traceback" not in err
+
+
+def test_the_cluster_bar_counts_files_bytes_and_workers():
+    from validator.scan.cluster import _Bar
+
+    class FakeClient:
+        def nthreads(self):
+            return {"tcp://a": 1, "tcp://b": 1}
+
+    bar = _Bar(1000, 5, FakeClient())
+    try:
+        bar.advance(300, 1)
+        bar.advance(200, 2)
+        task = bar.progress.tasks[0]
+        assert task.completed == 500
+        assert task.total == 1000
+        assert task.fields["count"] == "3/5"
+        assert task.fields["workers"] == 2
+    finally:
+        bar.close()
