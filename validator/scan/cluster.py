@@ -11,7 +11,11 @@
 # default) is split by tensor range (validator/scan/ranges.py): a planning
 # task reads the header, then the range tasks and one hashing task run in
 # parallel, and the client merges them into the result a whole-file scan
-# would give.
+# would give.  By default this happens only on a cluster of SPLIT_WORKERS
+# workers or more: a whole-file scan already keeps two cores busy (the hash
+# runs in a thread beside the deep checks), and a split file is read twice,
+# so on fewer workers splitting costs more than it gains (measured in
+# tests/benchmarks/README.md).
 #
 # Results are taken as they complete and handed to `on_result` (the cache
 # stores each at once), then sorted back into job order by the caller.
@@ -49,6 +53,7 @@ if TYPE_CHECKING:
     from distributed import Client, Future
 
 DEFAULT_SPLIT: Final = 1 << 30
+SPLIT_WORKERS: Final = 4
 BATCH_BYTES: Final = 64 << 20
 BATCH_FILES: Final = 32
 CONNECT_TIMEOUT: Final = 10.0
@@ -269,7 +274,7 @@ def scan_with_client(
     on_result: Callable[[int, FileResult], None] | None = None,
     timeout: float | None = None,
     progress: bool = False,
-    split_bytes: int = DEFAULT_SPLIT,
+    split_bytes: int | None = None,
     name: str | None = None,
 ) -> list[FileResult]:
     """Scan the jobs on a Dask cluster through ``client``; job order.
@@ -277,8 +282,9 @@ def scan_with_client(
     One FileResult per job (call ``engine.expand`` for one per name).
     ``on_result(index, result)`` sees each as it arrives; ``timeout`` is the
     per-file limit in seconds; ``split_bytes`` sets when and how a --deep
-    scan of a large file is split by tensor range.  Raises ClusterError when
-    no worker joins or the scheduler goes away."""
+    scan of a large file is split by tensor range (None: DEFAULT_SPLIT on a
+    cluster of SPLIT_WORKERS workers or more, else never).  Raises
+    ClusterError when no worker joins or the scheduler goes away."""
     distributed = _import_distributed()
     where = name or str(getattr(client.scheduler, "address", "the client's scheduler"))
     try:
@@ -299,9 +305,11 @@ def scan_with_client(
         meta[key] = (kind, *info)
         ac.add(client.submit(fn, *args, key=key, pure=False))
 
+    workers = max(1, len(client.nthreads()))  # type: ignore[no-untyped-call]
+    if split_bytes is None:
+        split_bytes = DEFAULT_SPLIT if workers >= SPLIT_WORKERS else 1 << 62
     split = {i for i, job in enumerate(jobs) if options.deep and job.validate and sizes[i] >= 2 * split_bytes}
     whole = [i for i in range(len(jobs)) if i not in split]
-    workers = max(1, len(client.nthreads()))  # type: ignore[no-untyped-call]
     for group in batches([sizes[i] for i in whole], workers):
         indices = [whole[k] for k in group]
         batch = [jobs[i] for i in indices]
