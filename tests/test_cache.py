@@ -7,6 +7,7 @@ import json
 import multiprocessing
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -370,3 +371,23 @@ def test_run_jobs_hooks_see_every_result_once(tmp_path):
     results = run_jobs(jobs, Options(), workers=2, on_result=lambda i, r: seen.append(i))
     assert sorted(seen) == list(range(5))
     assert [r.path for r in results] == [str(p) for p in paths]
+
+
+def test_a_postgresql_password_never_reaches_a_message(capsys, tmp_path):
+    from validator.scan.cache import _redact
+
+    assert _redact("postgresql://scan:s3cret@db:5432/x") == "postgresql://scan:***@db:5432/x"
+    assert _redact("postgresql://scan@db/x") == "postgresql://scan@db/x"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    rc, out, err = scan(
+        capsys,
+        "--cache",
+        f"postgresql://scan:s3cret@127.0.0.1:{port}/x",
+        str(write(tmp_path / "a.safetensors", clean_file())),
+    )
+    assert rc == 2
+    assert out == ""
+    assert err.startswith(f"stcheck scan: postgresql://scan:***@127.0.0.1:{port}/x: cannot open the results cache: ")
+    assert "s3cret" not in err

@@ -233,7 +233,7 @@ Key = tuple[str, str]  # (identity, context)
 class ResultCache:
     """A results cache: look results up in batches, store them one by one."""
 
-    url: str
+    url: str  # where it is, for messages (a URL without its password)
 
     def get_many(self, keys: Sequence[Key]) -> dict[Key, str]:
         """The stored JSON of every key that has a row."""
@@ -367,7 +367,7 @@ class PostgresCache(ResultCache):
     """A shared cache in PostgreSQL (psycopg 3), for teams and clusters."""
 
     def __init__(self, url: str) -> None:
-        self.url = url
+        self.url = _redact(url)  # for messages: never the password
         try:
             import psycopg  # noqa: PLC0415 - an optional dependency, loaded only for a postgresql:// cache
         except ImportError:
@@ -380,7 +380,7 @@ class PostgresCache(ResultCache):
                 for statement in _PG_DDL:
                     self._db.execute(statement)
         except psycopg.Error as exc:
-            raise CacheError(f"{_redact(url)}: cannot open the results cache: {_first_line(exc)}") from exc
+            raise CacheError(f"{self.url}: cannot open the results cache: {_first_line(exc)}") from exc
 
     def get_many(self, keys: Sequence[Key]) -> dict[Key, str]:
         found: dict[Key, str] = {}
@@ -394,7 +394,7 @@ class PostgresCache(ResultCache):
                     if (identity, context) in wanted:
                         found[identity, context] = result
         except self._errors as exc:
-            raise CacheError(f"{_redact(self.url)}: cannot read the results cache: {_first_line(exc)}") from exc
+            raise CacheError(f"{self.url}: cannot read the results cache: {_first_line(exc)}") from exc
         return found
 
     def put(self, key: Key, path: str, value: str) -> None:
@@ -411,7 +411,7 @@ class PostgresCache(ResultCache):
                     (identity, context, path, value, time.time()),
                 )
         except self._errors as exc:
-            raise CacheError(f"{_redact(self.url)}: cannot write the results cache: {_first_line(exc)}") from exc
+            raise CacheError(f"{self.url}: cannot write the results cache: {_first_line(exc)}") from exc
 
     def count(self) -> int:
         row = self._db.execute("SELECT count(*) FROM stcheck_results").fetchone()

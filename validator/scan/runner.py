@@ -198,7 +198,7 @@ def run(
             cache.close()
     if lookup is not None:
         sys.stderr.write(
-            f"stcheck: results cache {settings.cache if cache is None else cache.url}: "
+            f"stcheck: results cache {'' if cache is None else cache.url}: "
             f"{len(lookup.hits)} of {len(jobs)} files unchanged and not read again; {lookup.stored} stored\n"
         )
     return [r for job, result in zip(jobs, per_job, strict=True) if result is not None for r in expand(job, result)]
