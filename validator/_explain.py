@@ -267,6 +267,10 @@ EXAMPLES: Final[dict[str, Example]] = {
         "Fetch the missing file, or remove its line from the list.",
         text="SHA256SUMS lists model-00002.safetensors, which is not on disk",
     ),
+    "scan-timeout": Example(
+        "Scan the file alone to see what stalls (stcheck scan --deep FILE), or raise --timeout-per-file.",
+        text="a file whose deep scan takes longer than --timeout-per-file 30",
+    ),
     "download-incomplete": Example(
         "Resume or restart the download (huggingface-cli download), or delete the .incomplete blob.",
         text="models--org--name/blobs/<sha256>.incomplete in a hub cache",

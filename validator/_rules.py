@@ -146,6 +146,7 @@ _TABLE: Final[tuple[tuple[str, str, str, Severity, frozenset[Profile], str | Non
     ("ST612", "policy-metadata-missing", "a metadata key the policy requires is absent", _E, BOTH, None, "policy"),
     ("ST613", "checksum-file-missing", "a file the checksum list names is not on disk", _E, BOTH, None, "integrity"),
     ("ST614", "download-incomplete", "a hub cache holds an interrupted download (a .incomplete blob)", _E, BOTH, None, "integrity"),
+    ("ST620", "scan-timeout", "file was not scanned within the per-file time limit", _E, BOTH, None, "policy"),
 )
 
 RULES: Final[tuple[Rule, ...]] = tuple(Rule(*row) for row in _TABLE)

@@ -30,6 +30,7 @@ from validator._errors import SourceError
 from validator._rules import Profile, Severity
 from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
 from validator.cli.targets import add_remote_options, scan_plan
+from validator.scan import runner as scale
 from validator.scan.engine import (
     DEFAULT_CHUNK,
     Job,
@@ -45,7 +46,7 @@ from validator.scan.integrity import Checksums, normalise_sha256, read_checksums
 from validator.scan.policy import Policy, PolicyError, find_pyproject_policy, load_policy
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
     from validator.scan.engine import FileResult
 
@@ -100,6 +101,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--no-warnings", action="store_true", help="leave warnings out of the text report")
     p.add_argument("--jobs", "-j", type=int, default=0, metavar="N", help="worker processes (default: CPU count)")
+    scale.add_arguments(p)  # --cache, --cluster, --timeout-per-file
     p.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK, metavar="BYTES", help=argparse.SUPPRESS)
     p.add_argument(
         "--progress",
@@ -221,6 +223,13 @@ def progress_reporter(
     return contextlib.nullcontext((None, None))
 
 
+@contextlib.contextmanager
+def _bar(mode: str, total: int, files: int) -> Iterator[Callable[[int], None] | None]:
+    """The byte-count callback alone, for the cache and cluster runner."""
+    with progress_reporter(mode, total, files) as (advance, _done):
+        yield advance
+
+
 def _policies(args: argparse.Namespace, paths: list[str]) -> Callable[[str], Policy | None]:
     """Which policy applies to a scanned path: --policy for all, else the
     [tool.stcheck] of the nearest pyproject.toml above the path (as ruff
@@ -297,8 +306,14 @@ def run_scan(args: argparse.Namespace) -> int:
     policies = sorted({job.policy.source for job in jobs if job.policy is not None and job.policy.source})
     workers = args.jobs if args.jobs > 0 else (os.cpu_count() or 1)
     started = time.perf_counter()
-    with progress_reporter(args.progress, total_size(jobs), len(jobs), args.progress_interval) as (advance, done):
-        results = plan.merge(run_jobs(jobs, options, workers=workers, progress=advance, on_file=done))
+    if scale.wanted(args):
+        try:
+            results = plan.merge(scale.run_from_args(args, jobs, options, workers, _bar))
+        except scale.ScaleError as exc:
+            return _fail(str(exc))
+    else:
+        with progress_reporter(args.progress, total_size(jobs), len(jobs), args.progress_interval) as (advance, done):
+            results = plan.merge(run_jobs(jobs, options, workers=workers, progress=advance, on_file=done))
     seconds = time.perf_counter() - started
     try:
         if args.output:

@@ -98,6 +98,7 @@ class FileResult(ReportBase[ScanItem]):
     metadata: dict[str, str] | None = None
     policy: str | None = None  # where the policy in force came from
     not_listed: int = 0  # findings beyond the per-rule cap: counted, not kept
+    cached: bool = False  # replayed from a results cache (validator.scan.cache), not read
 
     @property
     def active(self) -> list[ScanItem]:
@@ -119,7 +120,7 @@ class FileResult(ReportBase[ScanItem]):
         the scan's own fields.  (Unreadable files are listed in the summary's
         ``unreadable``, as `stcheck check` does.)  Tensor tables are left out
         (``tensors`` is null): a scan reports their count instead."""
-        return {
+        doc: dict[str, Any] = {
             "path": self.path,
             "valid": self.valid,
             "profile": self.profile,
@@ -137,6 +138,9 @@ class FileResult(ReportBase[ScanItem]):
             "policy": self.policy,
             "suppressed": self.not_listed,
         }
+        if self.cached:
+            doc["cached"] = True
+        return doc
 
 
 # -- discovery ---------------------------------------------------------------
@@ -279,6 +283,12 @@ def _read_pass(
     return offset
 
 
+def job_options(job: Job, options: Options) -> Options:
+    """The options one job is scanned under: its own policy (found from its
+    path, see `stcheck scan`) replaces the scan-wide one."""
+    return options if job.policy is None else replace(options, policy=job.policy)
+
+
 def scan_file(job: Job, options: Options, progress: Callable[[int], None] | None = None) -> FileResult:
     """Validate, deep-check and hash one file; never raises for bad bytes.
 
@@ -387,9 +397,31 @@ def _scan_into(
             result.deep = scanner.finish(out).to_json()
         if digester is not None and want_digest:
             check_digest(digester, expected, out, required=required)
-    result.not_listed += sum(out.dropped.values())
-    shown = group_per_tensor([*findings, *out.findings], not_kept=out.dropped, groupable=_groupable)
+    finish_items(result, [*findings, *out.findings], out.dropped, policy)
+
+
+def finish_items(
+    result: FileResult, findings: Sequence[Finding], dropped: dict[str, int], policy: Policy | None
+) -> None:
+    """Group per-tensor repeats, count what the per-rule cap dropped, and
+    apply the policy: the last step of every way a file is scanned."""
+    result.not_listed += sum(dropped.values())
+    shown = group_per_tensor(list(findings), not_kept=dropped, groupable=_groupable)
     result.items = apply_policy(shown, policy)
+
+
+def cap_per_rule(findings: Sequence[Finding], limit: int = MAX_PER_RULE) -> tuple[list[Finding], dict[str, int]]:
+    """The first ``limit`` findings of each rule, and how many of each were dropped."""
+    kept: list[Finding] = []
+    seen: dict[str, int] = {}
+    dropped: dict[str, int] = {}
+    for f in findings:
+        n = seen[f.slug] = seen.get(f.slug, 0) + 1
+        if n > limit:
+            dropped[f.slug] = dropped.get(f.slug, 0) + 1
+        else:
+            kept.append(f)
+    return kept, dropped
 
 
 def _groupable(finding: Finding) -> bool:
@@ -399,6 +431,15 @@ def _groupable(finding: Finding) -> bool:
 # -- many files --------------------------------------------------------------
 
 
+def expand(job: Job, result: FileResult) -> list[FileResult]:
+    """One result per name of the job (a shared hub blob is read once: its
+    bytes count under its first name only)."""
+    return [
+        replace(result, path=name, model=model, items=list(result.items), bytes_read=result.bytes_read if k == 0 else 0)
+        for k, (name, model) in enumerate(job.names)
+    ]
+
+
 def run_jobs(
     jobs: Sequence[Job],
     options: Options,
@@ -406,28 +447,24 @@ def run_jobs(
     workers: int,
     progress: Callable[[int], None] | None = None,
     on_file: Callable[[], None] | None = None,
+    scan: Callable[..., FileResult] = scan_file,
+    on_result: Callable[[int, FileResult], None] | None = None,
 ) -> list[FileResult]:
     """Scan every job, in parallel when there is more than one; keep job order.
 
     ``progress`` is called with byte counts as files are read; ``on_file``
-    once per finished job.
-    """
+    once per finished job.  ``scan`` replaces scan_file (a picklable callable
+    with its signature); ``on_result(index, result)`` sees each job's result
+    as it completes."""
     results: list[list[FileResult] | None] = [None] * len(jobs)
-
-    def expand(job: Job, result: FileResult) -> list[FileResult]:
-        # A shared blob is read once: its bytes count under its first name only.
-        return [
-            replace(
-                result, path=name, model=model, items=list(result.items), bytes_read=result.bytes_read if k == 0 else 0
-            )
-            for k, (name, model) in enumerate(job.names)
-        ]
 
     sizes = [_size(job.path) if job.kind == "file" else 0 for job in jobs]
     if workers <= 1 or len(jobs) <= 1:
         # In this process the bar can follow each chunk of a large file.
         for i, job in enumerate(jobs):
-            result = scan_file(job, options, progress)
+            result = scan(job, options, progress)
+            if on_result is not None:
+                on_result(i, result)
             results[i] = expand(job, result)
             if progress is not None:
                 progress(max(0, sizes[i] - result.bytes_read))
@@ -435,9 +472,11 @@ def run_jobs(
                 on_file()
     else:
         with ProcessPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
-            futures = {pool.submit(scan_file, job, options): i for i, job in enumerate(jobs)}
+            futures = {pool.submit(scan, job, options): i for i, job in enumerate(jobs)}
             for future in as_completed(futures):
                 i = futures[future]
+                if on_result is not None:
+                    on_result(i, future.result())
                 results[i] = expand(jobs[i], future.result())
                 if progress is not None:
                     progress(sizes[i])

@@ -262,6 +262,8 @@ def _sarif_results(r: FileResult, index: dict[str, int]) -> list[dict[str, Any]]
             properties["policyReason"] = item.reason
         if r.policy is not None:
             properties["policy"] = r.policy
+        if r.cached:
+            properties["cached"] = True  # replayed from the results cache (--cache), not read again
         if properties:
             result["properties"] = properties
         if item.suppressed is not None:

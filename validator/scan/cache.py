@@ -1,0 +1,482 @@
+# Strategy: a results cache for `stcheck scan --cache`, so that re-scanning
+# a model store after a small change reads only what changed.  A row is
+# keyed by two strings:
+#   identity: what the file is.  A local file: its absolute path, size,
+#     mtime_ns, ctime_ns, device and inode (ctime cannot be set back by a
+#     user, so a rewrite that restores the mtime still misses).  A remote
+#     file: its URL plus the server's ETag or the hub's blob id.
+#   context: how it was scanned.  A sha256 over the tool version, a digest
+#     of the rule catalogue, the profile, the policy's content, the deep
+#     flag, and the digest the file was checked against (--sha256,
+#     --checksums, a hub blob name), so any change of rules or settings
+#     misses instead of replaying stale findings.
+# The value is the file's FileResult as JSON.  An unreadable file and a
+# timed-out scan are never stored: both may succeed next time.
+#
+# Writers: the process that drives a scan writes each result as it arrives,
+# in a transaction of its own, so a killed run keeps everything it finished
+# and a re-run resumes.  SQLite (the default) runs in WAL mode with a busy
+# timeout, so concurrent scans sharing one file wait for each other instead
+# of failing; PostgreSQL (a postgresql:// URL, psycopg 3) upserts.  Each
+# store keeps one row per (path, context): a new identity for a path
+# replaces the old row, so the cache does not grow with every rewrite.
+# Paths are str, handled with os.path as in the rest of the package.
+# ruff: noqa: PTH100, PTH116
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Final
+
+from validator._errors import StcheckError
+from validator._findings import Finding
+from validator._rules import BY_CODE, RULES, Severity
+from validator.scan.engine import FileResult
+from validator.scan.integrity import lookup
+from validator.scan.policy import ScanItem
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
+    from validator.scan.engine import Job, Options
+    from validator.scan.policy import Policy
+
+SCHEMA: Final = 1
+_BUSY_MS: Final = 60_000
+_BATCH: Final = 500
+_PG_PREFIXES: Final = ("postgresql://", "postgres://")
+# Findings that describe the run rather than the file: never stored.
+UNCACHEABLE_RULES: Final = frozenset({"scan-timeout"})
+
+
+class CacheError(StcheckError):
+    """The results cache cannot be opened, read or written."""
+
+
+# -- keys --------------------------------------------------------------------
+
+
+def local_identity(path: str) -> str | None:
+    """A local file's identity, or None when it cannot be stat'ed."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return _text(["file", os.path.abspath(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_dev, st.st_ino])
+
+
+def remote_identity(url: str, *, etag: str | None = None, blob_id: str | None = None) -> str | None:
+    """A remote file's identity from its ETag or hub blob id; None without either.
+
+    A weak ETag (``W/"..."``) promises equivalent, not identical, bytes, so
+    it is not an identity: such a file is always scanned.
+    """
+    if blob_id:
+        return _text(["blob", url, blob_id])
+    if etag and not etag.startswith("W/"):
+        return _text(["etag", url, etag])
+    return None
+
+
+def _text(doc: object) -> str:
+    # JSON, ASCII only: unambiguous for any path (a file name that is not
+    # UTF-8 arrives as lone surrogates, escaped here), and storable as TEXT
+    # in SQLite and PostgreSQL alike (which refuses NUL in text).
+    return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def _digest(doc: object) -> str:
+    return hashlib.sha256(_text(doc).encode()).hexdigest()
+
+
+def policy_hash(policy: Policy | None) -> str | None:
+    """A digest of what a policy decides (its file name left out)."""
+    if policy is None:
+        return None
+    return _digest(
+        {
+            "max_file_size": policy.max_file_size,
+            "max_header_size": policy.max_header_size,
+            "max_tensors": policy.max_tensors,
+            "allowed_dtypes": None if policy.allowed_dtypes is None else sorted(policy.allowed_dtypes),
+            "forbidden_dtypes": sorted(policy.forbidden_dtypes),
+            "required_metadata": list(policy.required_metadata),
+            "rules": {
+                slug: [s.reason, None if s.severity is None else s.severity.value, s.ignore]
+                for slug, s in sorted(policy.rules.items())
+            },
+        }
+    )
+
+
+def _catalogue() -> str:
+    return _digest([[r.code, r.slug, r.severity.value, sorted(p.value for p in r.profiles)] for r in RULES])
+
+
+def scan_context(options: Options) -> dict[str, Any]:
+    """What every file of one scan shares in its cache key."""
+    from validator import __version__  # noqa: PLC0415 - import cycle: validator/__init__ imports the core
+
+    return {
+        "schema": SCHEMA,
+        "version": __version__,
+        "rules": _catalogue(),
+        "profile": options.profile.value,
+        "policy": policy_hash(options.policy),
+        "deep": options.deep,
+    }
+
+
+def job_context(base: dict[str, Any], job: Job, options: Options) -> str:
+    """The context part of one job's key: the scan's settings plus the digest
+    this file is checked against, exactly as the engine chooses it."""
+    listed = None
+    if options.checksums is not None:
+        found = lookup(options.checksums, job.path)
+        listed = None if found is None else [found.algorithm, found.hexdigest, found.source]
+    expected = None if job.expected is None else [job.expected.algorithm, job.expected.hexdigest, job.expected.source]
+    return _digest(
+        {
+            **base,
+            "policy": policy_hash(job.policy) if job.policy is not None else base["policy"],
+            "validate": job.validate,
+            "checksum_required": job.checksum_required,
+            "expected": expected,
+            "sha256": options.sha256,
+            "checksums": options.checksums is not None,
+            "listed": listed,
+        }
+    )
+
+
+# -- values ------------------------------------------------------------------
+
+
+def cacheable(result: FileResult) -> bool:
+    """Whether a result describes the file (not the run) and may be stored."""
+    return result.error is None and not any(i.finding.slug in UNCACHEABLE_RULES for i in result.items)
+
+
+def encode(result: FileResult) -> str:
+    """A result as the JSON text stored in the cache."""
+    items = [
+        [
+            i.finding.code,
+            i.finding.message,
+            i.finding.offset,
+            i.finding.tensor,
+            i.finding.json_path,
+            i.severity.value,
+            i.suppressed,
+            i.reason,
+        ]
+        for i in result.items
+    ]
+    doc = {
+        "kind": result.kind,
+        "file_size": result.file_size,
+        "header_size": result.header_size,
+        "tensor_count": result.tensor_count,
+        "sha256": result.sha256,
+        "bytes_read": result.bytes_read,
+        "deep": result.deep,
+        "profile": result.profile,
+        "metadata": result.metadata,
+        "policy": result.policy,
+        "not_listed": result.not_listed,
+        "items": items,
+    }
+    return _text(doc)
+
+
+def decode(text: str, job: Job) -> FileResult | None:
+    """A stored result, named as ``job`` names it; None if it does not parse.
+
+    It is marked ``cached``, and ``bytes_read`` is 0: nothing was read."""
+    try:
+        doc = json.loads(text)
+        items = [
+            ScanItem(
+                Finding(BY_CODE[code], message, offset, tensor, json_path),
+                Severity(severity),
+                suppressed=suppressed,
+                reason=reason,
+            )
+            for code, message, offset, tensor, json_path, severity, suppressed, reason in doc["items"]
+        ]
+        display, model = job.names[0]
+        return FileResult(
+            path=display,
+            model=model,
+            kind=doc["kind"],
+            file_size=doc["file_size"],
+            header_size=doc["header_size"],
+            tensor_count=doc["tensor_count"],
+            items=items,
+            sha256=doc["sha256"],
+            bytes_read=0,
+            deep=doc["deep"],
+            profile=doc["profile"],
+            metadata=doc["metadata"],
+            policy=doc.get("policy"),
+            not_listed=doc.get("not_listed", 0),
+            cached=True,
+        )
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+# -- stores ------------------------------------------------------------------
+
+Key = tuple[str, str]  # (identity, context)
+
+
+class ResultCache:
+    """A results cache: look results up in batches, store them one by one."""
+
+    url: str  # where it is, for messages (a URL without its password)
+
+    def get_many(self, keys: Sequence[Key]) -> dict[Key, str]:
+        """The stored JSON of every key that has a row."""
+        raise NotImplementedError
+
+    def put(self, key: Key, path: str, value: str) -> None:
+        """Store one result in a transaction of its own."""
+        raise NotImplementedError
+
+    def count(self) -> int:
+        """Rows stored."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release the connection."""
+        raise NotImplementedError
+
+    def __enter__(self) -> ResultCache:  # noqa: PYI034 - typing_extensions.Self is not a dependency
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _chunks(identities: Sequence[str]) -> Iterable[Sequence[str]]:
+    for start in range(0, len(identities), _BATCH):
+        yield identities[start : start + _BATCH]
+
+
+_SQLITE_DDL: Final = (
+    "CREATE TABLE IF NOT EXISTS stcheck_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    (
+        "CREATE TABLE IF NOT EXISTS stcheck_results ("
+        " identity TEXT NOT NULL, context TEXT NOT NULL, path TEXT NOT NULL,"
+        " result TEXT NOT NULL, created REAL NOT NULL, PRIMARY KEY (identity, context))"
+    ),
+    "CREATE INDEX IF NOT EXISTS stcheck_results_path ON stcheck_results (path, context)",
+)
+
+
+class SqliteCache(ResultCache):
+    """The embedded default: one SQLite file, WAL mode, safe to share."""
+
+    def __init__(self, path: str) -> None:
+        self.url = path
+        try:
+            self._db = sqlite3.connect(path, timeout=_BUSY_MS / 1000, isolation_level=None, check_same_thread=False)
+            self._db.execute(f"PRAGMA busy_timeout = {_BUSY_MS}")
+            self._db.execute("PRAGMA journal_mode = WAL")
+            # WAL with synchronous=NORMAL: a killed process loses nothing it
+            # committed; only a power cut may lose the last transactions.
+            self._db.execute("PRAGMA synchronous = NORMAL")
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in _SQLITE_DDL:
+                    self._db.execute(statement)
+                self._check_schema()
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise CacheError(f"{path}: cannot open the results cache: {exc}") from exc
+
+    def _check_schema(self) -> None:
+        row = self._db.execute("SELECT value FROM stcheck_meta WHERE name = 'schema'").fetchone()
+        if row is None:
+            self._db.execute("INSERT INTO stcheck_meta VALUES ('schema', ?)", (str(SCHEMA),))
+        elif row[0] != str(SCHEMA):
+            raise CacheError(f"{self.url}: results cache of schema {row[0]}; this stcheck writes schema {SCHEMA}")
+
+    def get_many(self, keys: Sequence[Key]) -> dict[Key, str]:
+        found: dict[Key, str] = {}
+        wanted = set(keys)
+        try:
+            for batch in _chunks(sorted({identity for identity, _ in keys})):
+                marks = ",".join("?" * len(batch))
+                rows = self._db.execute(
+                    f"SELECT identity, context, result FROM stcheck_results WHERE identity IN ({marks})",  # noqa: S608 - only placeholders are interpolated
+                    batch,
+                )
+                for identity, context, result in rows:
+                    if (identity, context) in wanted:
+                        found[identity, context] = result
+        except sqlite3.Error as exc:
+            raise CacheError(f"{self.url}: cannot read the results cache: {exc}") from exc
+        return found
+
+    def put(self, key: Key, path: str, value: str) -> None:
+        identity, context = key
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute(
+                    "DELETE FROM stcheck_results WHERE path = ? AND context = ? AND identity <> ?",
+                    (path, context, identity),
+                )
+                self._db.execute(
+                    "INSERT OR REPLACE INTO stcheck_results VALUES (?, ?, ?, ?, ?)",
+                    (identity, context, path, value, time.time()),
+                )
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise CacheError(f"{self.url}: cannot write the results cache: {exc}") from exc
+
+    def count(self) -> int:
+        (n,) = self._db.execute("SELECT count(*) FROM stcheck_results").fetchone()
+        return int(n)
+
+    def close(self) -> None:
+        self._db.close()
+
+
+_PG_DDL: Final = (
+    (
+        "CREATE TABLE IF NOT EXISTS stcheck_results ("
+        " identity TEXT NOT NULL, context TEXT NOT NULL, path TEXT NOT NULL,"
+        " result TEXT NOT NULL, created DOUBLE PRECISION NOT NULL, PRIMARY KEY (identity, context))"
+    ),
+    "CREATE INDEX IF NOT EXISTS stcheck_results_path ON stcheck_results (path, context)",
+)
+# pg_advisory_xact_lock key that serialises table creation between scans
+# that start together (CREATE ... IF NOT EXISTS alone can race).
+_PG_LOCK: Final = 0x5354_4348_4B00
+
+
+class PostgresCache(ResultCache):
+    """A shared cache in PostgreSQL (psycopg 3), for teams and clusters."""
+
+    def __init__(self, url: str) -> None:
+        self.url = _redact(url)  # for messages: never the password
+        try:
+            import psycopg  # noqa: PLC0415 - an optional dependency, loaded only for a postgresql:// cache
+        except ImportError:
+            raise CacheError("a PostgreSQL cache needs psycopg: pip install 'stcheck[postgres]'") from None
+        self._errors: type[Exception] = psycopg.Error
+        try:
+            self._db = psycopg.connect(url, autocommit=True, connect_timeout=10)
+            with self._db.transaction():
+                self._db.execute("SELECT pg_advisory_xact_lock(%s)", (_PG_LOCK,))
+                for statement in _PG_DDL:
+                    self._db.execute(statement)
+        except psycopg.Error as exc:
+            raise CacheError(f"{self.url}: cannot open the results cache: {_first_line(exc)}") from exc
+
+    def get_many(self, keys: Sequence[Key]) -> dict[Key, str]:
+        found: dict[Key, str] = {}
+        wanted = set(keys)
+        try:
+            for batch in _chunks(sorted({identity for identity, _ in keys})):
+                rows = self._db.execute(
+                    "SELECT identity, context, result FROM stcheck_results WHERE identity = ANY(%s)", (list(batch),)
+                ).fetchall()
+                for identity, context, result in rows:
+                    if (identity, context) in wanted:
+                        found[identity, context] = result
+        except self._errors as exc:
+            raise CacheError(f"{self.url}: cannot read the results cache: {_first_line(exc)}") from exc
+        return found
+
+    def put(self, key: Key, path: str, value: str) -> None:
+        identity, context = key
+        try:
+            with self._db.transaction():
+                self._db.execute(
+                    "DELETE FROM stcheck_results WHERE path = %s AND context = %s AND identity <> %s",
+                    (path, context, identity),
+                )
+                self._db.execute(
+                    "INSERT INTO stcheck_results VALUES (%s, %s, %s, %s, %s) ON CONFLICT (identity, context)"
+                    " DO UPDATE SET path = EXCLUDED.path, result = EXCLUDED.result, created = EXCLUDED.created",
+                    (identity, context, path, value, time.time()),
+                )
+        except self._errors as exc:
+            raise CacheError(f"{self.url}: cannot write the results cache: {_first_line(exc)}") from exc
+
+    def count(self) -> int:
+        row = self._db.execute("SELECT count(*) FROM stcheck_results").fetchone()
+        return 0 if row is None else int(row[0])
+
+    def close(self) -> None:
+        self._db.close()
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _redact(url: str) -> str:
+    """A URL without its password, for messages."""
+    scheme, sep, rest = url.partition("://")
+    userinfo, at, host = rest.rpartition("@")
+    if not at or ":" not in userinfo:
+        return url
+    return f"{scheme}{sep}{userinfo.split(':', 1)[0]}:***@{host}"
+
+
+def open_cache(spec: str) -> ResultCache:
+    """A PostgreSQL cache for a postgresql:// URL, else a SQLite file."""
+    if spec.startswith(_PG_PREFIXES):
+        return PostgresCache(spec)
+    if not spec:
+        raise CacheError("--cache needs a file name or a postgresql:// URL")
+    return SqliteCache(spec)
+
+
+# -- a scan through the cache ------------------------------------------------
+
+
+class Lookup:
+    """The cache's answer for a list of jobs: the results it holds, and the
+    keys under which the others are to be stored once scanned."""
+
+    def __init__(
+        self, cache: ResultCache, jobs: Sequence[Job], options: Options, identities: Sequence[str | None]
+    ) -> None:
+        self.cache = cache
+        base = scan_context(options)
+        self.keys: list[Key | None] = [
+            None if identity is None else (identity, job_context(base, job, options))
+            for job, identity in zip(jobs, identities, strict=True)
+        ]
+        stored = cache.get_many([k for k in self.keys if k is not None])
+        self.hits: dict[int, FileResult] = {}
+        for i, (job, key) in enumerate(zip(jobs, self.keys, strict=True)):
+            text = None if key is None else stored.get(key)
+            result = None if text is None else decode(text, job)
+            if result is not None:
+                self.hits[i] = result
+        self.stored = 0
+
+    def record(self, index: int, result: FileResult) -> None:
+        """Store a fresh result of job ``index`` (if it describes the file)."""
+        key = self.keys[index]
+        if key is None or not cacheable(result):
+            return
+        self.cache.put(key, _text(json.loads(key[0])[:2]), encode(replace(result, cached=False)))
+        self.stored += 1

@@ -1,0 +1,197 @@
+# Strategy: `stcheck scan` at registry scale, between the command and the
+# executors.  The command hands over its jobs; this module looks each one up
+# in the results cache (--cache), sends the rest to a local process pool or
+# to a Dask cluster (--cluster), stores each fresh result in the cache the
+# moment it arrives, and returns the results in job order, so the report
+# writers see the same list a plain local scan gives.  A per-file time limit
+# (--timeout-per-file) wraps each file's scan: the scan runs in a thread and
+# is abandoned at the deadline; it stops at its next chunk (its progress
+# callback raises), or stays parked in the read that hung, holding no CPU.
+# The file gets a scan-timeout finding instead of a result.
+# Paths are str, handled with os.path as in the rest of the package.
+from __future__ import annotations
+
+import functools
+import importlib.util
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from validator.scan.engine import FileResult, Job, Options, expand, run_jobs, stderr_is_tty
+from validator.scan.timed import ScaleError, timed_scan, timeout_result
+
+__all__ = ["ScaleError", "Settings", "run", "run_from_args", "scan_paths", "timed_scan", "timeout_result"]
+
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable, Sequence
+    from contextlib import AbstractContextManager
+
+    from distributed import Client
+
+    from validator.scan.cache import Lookup
+
+    BarFactory = Callable[[str, int, int], AbstractContextManager[Callable[[int], None] | None]]
+
+
+# -- the command's hook ------------------------------------------------------
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The scan command's options for caching, clusters and time limits."""
+    parser.add_argument(
+        "--cache",
+        metavar="FILE|URL",
+        help="results cache: a SQLite file (created if missing) or a postgresql:// URL; "
+        "unchanged files are not read again",
+    )
+    parser.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="run on Dask: tcp://HOST:PORT of a running scheduler, or local:N to start N local workers",
+    )
+    parser.add_argument(
+        "--timeout-per-file",
+        type=float,
+        metavar="SECONDS",
+        help="report a file whose scan takes longer as ST620 scan-timeout",
+    )
+
+
+def wanted(args: argparse.Namespace) -> bool:
+    """Whether any of these options was given."""
+    return bool(args.cache or args.cluster or args.timeout_per_file is not None)
+
+
+@dataclass
+class Settings:
+    """How a scaled scan runs."""
+
+    workers: int = 1
+    cache: str | None = None
+    cluster: str | None = None
+    timeout: float | None = None
+    progress: str = "never"  # --progress: auto, always or never
+    client: Any = None  # a distributed.Client to run on (the Python API)
+
+
+def want_bar(mode: str) -> bool:
+    """Whether a progress bar is drawn (as for a local scan: on a terminal, with rich)."""
+    if mode == "never" or (mode == "auto" and not stderr_is_tty()):
+        return False
+    return importlib.util.find_spec("rich") is not None
+
+
+def run_from_args(
+    args: argparse.Namespace, jobs: Sequence[Job], options: Options, workers: int, bar: BarFactory
+) -> list[FileResult]:
+    """The command's entry: raise ScaleError for a usage, cache or cluster failure."""
+    if args.timeout_per_file is not None and not args.timeout_per_file > 0:
+        raise ScaleError("--timeout-per-file must be a positive number of seconds")
+    settings = Settings(workers, args.cache, args.cluster, args.timeout_per_file, args.progress)
+    return run(jobs, options, settings, bar=bar)
+
+
+def run(
+    jobs: Sequence[Job], options: Options, settings: Settings, *, bar: BarFactory | None = None
+) -> list[FileResult]:
+    """Scan the jobs through the cache and the chosen executor; job order.
+
+    One FileResult per name of each job, as ``run_jobs`` returns them."""
+    from validator.scan.cache import CacheError, Lookup, local_identity, open_cache  # noqa: PLC0415 - sqlite3 loads only with --cache
+
+    if settings.cluster is not None:
+        from validator.scan.cluster import parse_address  # noqa: PLC0415 - dask loads only with --cluster
+
+        parse_address(settings.cluster)  # a malformed address fails before the cache is touched
+    per_job: list[FileResult | None] = [None] * len(jobs)
+    lookup: Lookup | None = None
+    try:
+        cache = None if settings.cache is None else open_cache(settings.cache)
+    except CacheError as exc:
+        raise ScaleError(str(exc)) from exc
+    try:
+        if cache is not None:
+            identities = [None if "://" in job.path else local_identity(job.path) for job in jobs]
+            lookup = Lookup(cache, jobs, options, identities)
+            for i, result in lookup.hits.items():
+                per_job[i] = result
+        todo = [i for i in range(len(jobs)) if per_job[i] is None]
+
+        def done(k: int, result: FileResult) -> None:
+            i = todo[k]
+            per_job[i] = result
+            if lookup is not None:
+                lookup.record(i, result)
+
+        _execute([jobs[i] for i in todo], options, settings, done, bar)
+    except CacheError as exc:
+        raise ScaleError(str(exc)) from exc
+    finally:
+        if cache is not None:
+            cache.close()
+    if lookup is not None:
+        sys.stderr.write(
+            f"stcheck: results cache {'' if cache is None else cache.url}: "
+            f"{len(lookup.hits)} of {len(jobs)} files unchanged and not read again; {lookup.stored} stored\n"
+        )
+    return [r for job, result in zip(jobs, per_job, strict=True) if result is not None for r in expand(job, result)]
+
+
+def _execute(
+    jobs: Sequence[Job],
+    options: Options,
+    settings: Settings,
+    done: Callable[[int, FileResult], None],
+    bar: BarFactory | None,
+) -> None:
+    if not jobs:
+        return
+    if settings.client is not None:
+        from validator.scan.cluster import scan_with_client  # noqa: PLC0415 - dask loads only for a cluster scan
+
+        scan_with_client(settings.client, jobs, options, on_result=done, timeout=settings.timeout)
+        return
+    if settings.cluster is not None:
+        from validator.scan.cluster import scan_on  # noqa: PLC0415 - dask loads only with --cluster
+
+        scan_on(
+            settings.cluster,
+            jobs,
+            options,
+            on_result=done,
+            timeout=settings.timeout,
+            progress=want_bar(settings.progress),
+        )
+        return
+    from validator.scan.engine import total_size  # noqa: PLC0415 - kept beside its one use
+
+    scan: Any = functools.partial(timed_scan, timeout=settings.timeout)
+    if bar is None:
+        run_jobs(jobs, options, workers=settings.workers, scan=scan, on_result=done)
+        return
+    with bar(settings.progress, total_size(jobs), len(jobs)) as advance:
+        run_jobs(jobs, options, workers=settings.workers, progress=advance, scan=scan, on_result=done)
+
+
+def scan_paths(
+    client: Client,
+    paths: Sequence[str],
+    options: Options | None = None,
+    *,
+    cache: str | None = None,
+    timeout: float | None = None,
+) -> tuple[list[FileResult], list[str]]:
+    """Scan files and directories (``*.safetensors`` below them) on the Dask
+    cluster of ``client``, through the results cache ``cache`` (a SQLite
+    file or a postgresql:// URL) when given.
+
+    Returns one FileResult per file, in path order, and the paths that
+    could not be listed.  ``validator.scan.formats.render`` turns them into
+    the same reports as ``stcheck scan``."""
+    from validator.scan.engine import iter_paths  # noqa: PLC0415 - kept beside its one use
+
+    errors: list[str] = []
+    jobs = [Job(path, ((path, None),)) for path in iter_paths(paths, errors)]
+    results = run(jobs, options or Options(), Settings(cache=cache, timeout=timeout, client=client))
+    return results, errors
