@@ -15,6 +15,8 @@ from validator._dtypes import DTYPE_BITS
 from validator._json import U64_MAX
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
     from validator._check import Checker
     from validator._json import Json
 
@@ -54,7 +56,7 @@ class Locator:
 
     __slots__ = ("positions",)
 
-    def __init__(self, positions: dict[int, list[int]] | None) -> None:
+    def __init__(self, positions: Mapping[int, Sequence[int]] | None) -> None:
         self.positions = positions
 
     def key(self, obj: Json, i: int) -> int | None:

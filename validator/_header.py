@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from json.decoder import scanstring  # type: ignore[attr-defined]
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from validator._check import Checker
 from validator._dtypes import DTYPE_BITS
@@ -64,7 +64,7 @@ _INT: Final = rb"(?:0|[1-9][0-9]{0,18}+)"  # at most 19 digits: always a u64
 _NAME: Final = rb'(?!"__metadata__")' + GOOD_STRING
 # One regular entry's value; the four groups are dtype, shape, begin, end.
 _VALUE: Final = (
-    rb'\{' + _W + rb'"dtype"' + _W + rb":" + _W + rb'"([^"\\\x00-\x1f]*+)"' + _W + rb"," + _W
+    rb"\{" + _W + rb'"dtype"' + _W + rb":" + _W + rb'"([^"\\\x00-\x1f]*+)"' + _W + rb"," + _W
     + rb'"shape"' + _W + rb":" + _W + rb"\[" + _W + rb"((?:" + _INT + rb"(?:" + _W + rb"," + _W + _INT + rb")*+)?)"
     + _W + rb"\]" + _W + rb"," + _W + rb'"data_offsets"' + _W + rb":" + _W + rb"\[" + _W + rb"(" + _INT + rb")"
     + _W + rb"," + _W + rb"(" + _INT + rb")" + _W + rb"\]" + _W + rb"\}"
@@ -92,7 +92,7 @@ _DIM: Final = re.compile(rb"[0-9]+")
 _NOT_ONE: Final = re.compile(rb"(?<![0-9])(?!1(?![0-9]))[0-9]+")
 _NOT_SPACE: Final = re.compile(rb"[^ ]")
 _DTYPE_OF: Final = {name.encode(): name for name in DTYPE_BITS}
-_KIND_OF_BYTE: Final = {0x5B: "array", 0x22: "string", 0x74: "boolean", 0x66: "boolean", 0x6E: "null"}
+_KIND_OF_BYTE: Final = {0x7B: "object", 0x5B: "array", 0x22: "string", 0x74: "boolean", 0x66: "boolean", 0x6E: "null"}
 _BASE: Final = PREFIX_LEN
 
 
@@ -104,18 +104,23 @@ def _decode(raw: bytes) -> str:
     return value
 
 
-def parse_kind(kind: Any) -> tuple[str, tuple[int, ...]]:
-    """(dtype, shape) of a kind: the shape is a tuple or the text of a regular entry."""
+# A row's kind: (dtype, shape), the shape as a tuple or, for a regular
+# entry, as the text between its brackets.
+Kind: TypeAlias = "tuple[str, tuple[int, ...] | bytes]"
+
+
+def parse_kind(kind: Kind) -> tuple[str, tuple[int, ...]]:
+    """(dtype, shape) of a kind."""
     dtype, shape = kind
-    if type(shape) is bytes:
+    if isinstance(shape, bytes):
         return dtype, tuple(map(int, _DIM.findall(shape)))
-    return kind  # type: ignore[no-any-return]
+    return dtype, shape
 
 
-def kind_size(kind: Any) -> tuple[int, int]:
+def kind_size(kind: Kind) -> tuple[int, int]:
     """(bytes or OVERFLOW or MISALIGNED, alignment) of a kind."""
     dtype, shape = kind
-    if type(shape) is bytes:
+    if isinstance(shape, bytes):
         # Only dimensions other than 1 change the count: a shape of 50
         # million ones costs one regex scan, not 50 million ints.
         return size_of(dtype, (int(m.group()) for m in _NOT_ONE.finditer(shape)))
@@ -140,7 +145,7 @@ class Table:
         self.index: dict[str, int] = {}  # name -> row
         self.metadata: dict[str, str] | None = None
 
-    def add(self, name: str, kind: Any, begin: int | None, end: int | None, *, ok: bool) -> None:
+    def add(self, name: str, kind: Kind | None, begin: int | None, end: int | None, *, ok: bool) -> None:
         row = self.index.get(name)
         if row is None:
             row = self.index[name] = len(self.names)
@@ -162,14 +167,16 @@ class Table:
                 self.add(name, kind, begin, end, ok=True)
             return
         row = len(self.names)
-        index.update(zip(names, range(row, row + len(names))))
+        index.update(zip(names, range(row, row + len(names)), strict=True))
         self.names += names
         self.kinds += kinds
         self.begins += begins
         self.ends += ends
 
     def layout(self) -> Layout:
-        return Layout(self.names, self.begins, self.ends, self.kinds, parse_kind, kind_size)
+        return Layout(
+            self.names, begins=self.begins, ends=self.ends, kinds=self.kinds, parse=parse_kind, size=kind_size
+        )
 
     def good(self) -> dict[str, int]:
         """name -> row for the entries that passed their checks."""
@@ -289,7 +296,7 @@ class _Reader:
         self.table.add(name, kind, begin, stop, ok=entry.ok)
         return end
 
-    def entry_object(self, name: str, pos: int) -> tuple[Entry, int]:  # noqa: C901 - one loop over the members
+    def entry_object(self, name: str, pos: int) -> tuple[Entry, int]:
         """An entry written as an object, member by member."""
         buf = self.buf
         out = self.out
@@ -346,7 +353,7 @@ class _Reader:
             unknown_field(name, field, _BASE + k.start(), self.out)
         return end
 
-    def metadata(self, key_at: int, pos: int) -> int:  # noqa: C901 - one loop over the members
+    def metadata(self, key_at: int, pos: int) -> int:
         """The __metadata__ member's value at ``pos``; return its end."""
         buf = self.buf
         out = self.out
@@ -398,17 +405,21 @@ class _Reader:
         """A chunk of string-to-string metadata pairs, each followed by ','."""
         buf = self.buf
         rows = _PAIR.findall(buf, start, end)
+        chunk = dict(rows)  # last value wins, first position kept: as a run of assignments does
         if buf.find(b"\\", start, end) >= 0:
-            decoded = [(_decode(k), _decode(v)) for k, v in rows]
+            decoded = {_decode(k): _decode(v) for k, v in chunk.items()}
+            repeats = len(rows) - len(decoded) + len(decoded.keys() & result.keys())
+            if len(decoded) != len(chunk):  # two spellings of one key
+                repeats = -1
         else:
-            decoded = [(k[1:-1].decode(), v[1:-1].decode()) for k, v in rows]
-        keys = {k for k, _ in decoded}
-        repeats = len(decoded) - len(keys - result.keys())
-        if repeats and not self._saturated("duplicate-key", repeats):
-            for m, (key, value) in zip(_PAIR.finditer(buf, start, end), decoded, strict=True):
+            decoded = {k[1:-1].decode(): v[1:-1].decode() for k, v in chunk.items()}
+            repeats = len(rows) - len(decoded) + len(decoded.keys() & result.keys())
+        if repeats and not (repeats > 0 and self._saturated("duplicate-key", repeats)):
+            for m in _PAIR.finditer(buf, start, end):
+                key = _decode(m.group(1))
                 if key in result:
                     metadata_duplicate(key, _BASE + m.start(), self.out)
-                result[key] = value
+                result[key] = _decode(m.group(2))
             return
         result.update(decoded)
 
@@ -439,7 +450,7 @@ def utf8_error(header: bytes) -> UnicodeDecodeError | None:
     while i < n:
         j = min(i + step, n)
         back = 0
-        while j < n and back < 3 and 0x80 <= header[j] <= 0xBF:  # noqa: PLR2004 - continuation bytes
+        while j < n and back < 3 and 0x80 <= header[j] <= 0xBF:
             j -= 1
             back += 1
         try:
@@ -504,7 +515,6 @@ def _after_value(header: bytes, end: int, out: Checker) -> None:
             PREFIX_LEN + ws_end,
         )
     _padding(header, end, ws_end, out)
-
 
 
 def _tree(header: bytes, out: Checker) -> Table | None:

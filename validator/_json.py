@@ -55,7 +55,10 @@ _PAIRED_ESCAPE: Final = (
     rb'\\(?:["\\/bfnrt]|u(?:[0-9a-cefA-CEF][0-9a-fA-F]{3}|[dD][0-7][0-9a-fA-F]{2}'
     rb"|[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}))"
 )
-GOOD_STRING: Final = rb'"[^"\\\x00-\x1f]*+(?:' + _PAIRED_ESCAPE + rb'[^"\\\x00-\x1f]*+)*+"'
+# Bounded (at most 4096 plain bytes between escapes, 512 escapes), so that a
+# run regex gives up on a huge string after a bounded scan; the
+# token-by-token code then reads that string with the C scanner.
+GOOD_STRING: Final = rb'"[^"\\\x00-\x1f]{0,4096}+(?:' + _PAIRED_ESCAPE + rb'[^"\\\x00-\x1f]{0,4096}+){0,512}+"'
 _NUMBER: Final = re.compile(rb"-?(?:0|[1-9][0-9]*+)(\.[0-9]++)?([eE][+-]?[0-9]++)?")
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _NAMED: Final = (b"NaN", b"Infinity", b"-Infinity", b"+Infinity", b"nan", b"inf", b"-inf")
@@ -76,6 +79,9 @@ _OBJECT_RUN_E: Final = re.compile(
     rb"(?:" + _W + GOOD_STRING + _W + rb":" + _W + rb"(?:" + _SCALAR + _EMPTY + rb")" + _W + rb",)*+"
 )
 _OPENS: Final = re.compile(rb"\[(?:" + _W + rb"\[)*+")
+# Nested objects, each opened with a plain key whose bytes hold no '{':
+# then every '{' in the match opens one level.
+_OBJECT_OPENS: Final = re.compile(rb"(?:\{" + _W + rb'"[^"\\\x00-\x1f{]{0,256}+"' + _W + rb":" + _W + rb")++")
 _CLOSES: Final = re.compile(rb"[\]}](?:" + _W + rb"[\]}])*+")
 _CLOSE_OF: Final = bytes.maketrans(b"]}", b"[{")
 
@@ -140,12 +146,25 @@ def _string_error(buf: bytes, pos: int, base: int) -> JsonError:
 
 def string_end(buf: bytes, pos: int, base: int) -> int:
     """The end of the valid string at ``pos``; JsonError as decode_string raises it."""
-    m = _STRING.match(buf, pos) if buf.find(b'"', pos + 1) >= 0 else None
-    if m is None:
-        raise _string_error(buf, pos, base)
-    if b"\\u" in buf[pos : m.end()]:
-        decode_string(buf, pos, base)
-    return m.end()
+    m = _PLAIN_STRING.match(buf, pos)
+    if m is not None:
+        return m.end()
+    return decode_string(buf, pos, base)[1]
+
+
+def _closing_quote(buf: bytes, pos: int) -> int:
+    """The offset after the quote that closes the string at ``pos``, or -1."""
+    i = pos + 1
+    while True:
+        j = buf.find(b'"', i)
+        if j < 0:
+            return -1
+        k = j
+        while buf[k - 1] == 0x5C:  # a backslash; buf[pos] is the opening quote, so this stops
+            k -= 1
+        if (j - k) % 2 == 0:
+            return j + 1
+        i = j + 1
 
 
 def decode_string(buf: bytes, pos: int, base: int) -> tuple[str, int]:
@@ -153,6 +172,19 @@ def decode_string(buf: bytes, pos: int, base: int) -> tuple[str, int]:
     m = _PLAIN_STRING.match(buf, pos)
     if m is not None:
         return m.group(1).decode("utf-8"), m.end()
+    # Fast: the C scanner on the string alone (it refuses what serde_json
+    # refuses, except lone surrogates, checked below).  On any refusal the
+    # regexes below find the exact place and reason.
+    end = _closing_quote(buf, pos)
+    if end > 0:
+        text = buf[pos:end].decode("utf-8")
+        try:
+            value, stop = scanstring(text, 1, True)  # noqa: FBT003 - a C function, positional only
+        except ValueError:
+            pass
+        else:
+            if stop == len(text) and _SURROGATE.search(value) is None:
+                return value, end
     # Without a closing quote the regexes below would fail only after
     # scanning the rest of the header.
     m = _STRING.match(buf, pos) if buf.find(b'"', pos + 1) >= 0 else None
@@ -386,6 +418,18 @@ def skip(buf: bytes, pos: int, base: int, depth: int = 0) -> int:
                 pos = ws(buf, runner.match(buf, pos).end()).end()  # type: ignore[union-attr]
                 continue
         elif c == 0x7B:
+            m = _OBJECT_OPENS.match(buf, pos)
+            if m is not None:
+                count = m.group().count(b"{")
+                room = MAX_DEPTH - depth - len(stack)
+                if count > room:
+                    at = pos
+                    for _ in range(room):
+                        at = buf.find(b"{", at + 1)
+                    raise _depth_error(base, at)
+                stack += b"{" * count
+                pos = m.end()
+                continue
             if depth + len(stack) >= MAX_DEPTH:
                 raise _depth_error(base, pos)
             stack += b"{"

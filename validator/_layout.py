@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from itertools import repeat
 from operator import add, lt, mod, sub
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from validator._dtypes import DTYPE_BITS
 from validator._entries import pointer
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 # it; `Size` is what the checked arithmetic says about it.
 OVERFLOW: Final = -1
 MISALIGNED: Final = -2
+_ANY: Final = -3  # a row without a usable kind: no size to compare
 
 
 def checked_bits(dims: Iterable[int], bits: int) -> int | None:
@@ -80,11 +81,12 @@ class Layout:
     def __init__(
         self,
         names: Sequence[str],
+        *,
         begins: Sequence[int | None],
         ends: Sequence[int | None],
-        kinds: Sequence[object],
-        parse: Callable[[object], tuple[str, tuple[int, ...]]],
-        size: Callable[[object], tuple[int, int]],
+        kinds: Sequence[Any],
+        parse: Callable[[Any], tuple[str, tuple[int, ...]]],
+        size: Callable[[Any], tuple[int, int]],
     ) -> None:
         self.names = names
         self.begins = begins
@@ -102,17 +104,23 @@ def check_layout(table: Layout, header_size: int, file_size: int, out: Checker) 
     if not k:
         _coverage(data_start, 0, None, file_size, out)
         return
-    if None not in begins and None not in kinds:
-        sizes: dict[object, tuple[int, int]] = {kind: table.size(kind) for kind in dict.fromkeys(kinds)}
+    if None not in begins:
+        sizes: dict[object, tuple[int, int]] = {
+            kind: table.size(kind) for kind in dict.fromkeys(kinds) if kind is not None
+        }
         order = _sorted_if_contiguous(begins, ends)  # type: ignore[arg-type]
-        spans = list(map(sub, ends, begins))  # type: ignore[arg-type]
+        spans = list(map(sub, ends, begins))
+        if None in kinds:  # no size to check for these rows
+            sizes[None] = (_ANY, 1)
+            spans = [_ANY if kind is None else span for span, kind in zip(spans, kinds, strict=True)]
         if order is not None and spans == [sizes[kind][0] for kind in kinds]:
             # No contiguity or size finding anywhere: only alignment warnings
             # and the end of the buffer are left to check.
             aligns = [sizes[kind][1] for kind in kinds]
-            if max(aligns) > 1 and any(map(mod, map(add, begins, repeat(data_start)), aligns)):  # type: ignore[arg-type]
+            if max(aligns) > 1 and any(map(mod, map(add, begins, repeat(data_start)), aligns)):
                 for i in order:
-                    _aligned(table, i, data_start, out)
+                    if aligns[i] > 1 and (data_start + begins[i]) % aligns[i]:  # type: ignore[operator]
+                        _aligned(table, i, data_start, out)
             last = order[-1]
             _coverage(data_start, ends[last], table.names[last], file_size, out)  # type: ignore[arg-type]
             return
@@ -150,7 +158,7 @@ def _aligned(table: Layout, i: int, data_start: int, out: Checker) -> None:
         )
 
 
-def _walk(table: Layout, data_start: int, file_size: int, out: Checker) -> None:  # noqa: C901 - one loop mirroring the reference's
+def _walk(table: Layout, data_start: int, file_size: int, out: Checker) -> None:
     names, begins, ends, kinds = table.names, table.begins, table.ends, table.kinds
     placed = [i for i in range(len(names)) if begins[i] is not None]
     # Contiguity and coverage are only decidable when every entry has offsets.
@@ -228,7 +236,7 @@ def _walk(table: Layout, data_start: int, file_size: int, out: Checker) -> None:
                     tensor=name,
                     json_path=pointer(name, "data_offsets"),
                 )
-            elif not reversed_:
+            elif not reversed_ and size[1] > 1 and (data_start + begin) % size[1]:
                 _aligned(table, i, data_start, out)
         if reversed_:
             cursor = max(cursor, begin)

@@ -46,6 +46,7 @@ from validator._dtypes import DTYPE_BITS
 from validator._entries import SUSPICIOUS
 from validator._findings import TensorTable
 from validator._layout import Layout, size_of
+from validator._prefix import PREFIX_LEN
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -114,7 +115,7 @@ class Clean:
     def layout(self) -> Layout:
         """The columns for validator._layout."""
         names = list(self.index)
-        return Layout(names, self.begins, self.ends, self.kinds, self.parse, kind_size)  # type: ignore[arg-type]
+        return Layout(names, begins=self.begins, ends=self.ends, kinds=self.kinds, parse=self.parse, size=kind_size)
 
 
 def parse_kind(kind: str) -> tuple[str, tuple[int, ...]]:
@@ -157,6 +158,8 @@ def clean_table(text: str, header_size: int, file_size: int) -> Clean | None:
         start += 1
     # Long metadata is cut off first (the entry regex would backtrack over a
     # long value); short metadata stays, to spare a copy of the text.
+    if _ENTRY.match(text, start) is None:
+        return None  # not even the first entry is canonical: spare the split
     body = text[start:] if start > _CUT_METADATA else text
     if body.isascii():
         if any(c in body for c in _ASCII_SUSPICIOUS):
@@ -204,7 +207,7 @@ def clean_table(text: str, header_size: int, file_size: int) -> Clean | None:
     if min(sizes.values()) >= 0:
         ends = list(accumulate(map(sizes.__getitem__, kinds)))
         begins = [0, *ends[:-1]]
-        if ";".join(map("{},{}".format, begins, ends)) == offsets and 8 + header_size + ends[-1] == file_size:
+        if ";".join(map("{},{}".format, begins, ends)) == offsets and PREFIX_LEN + header_size + ends[-1] == file_size:
             clean.begins, clean.ends = begins, ends
             # data_start is a multiple of 8 and every alignment divides 8.
             clean.checked = max(aligns.values()) == 1 or not any(map(mod, begins, map(aligns.__getitem__, kinds)))
@@ -234,14 +237,25 @@ class Tier(enum.IntFlag):
     ALL = 3
 
 
+# Above this size a header must look like a plain table before it is
+# decoded and split (the counts cost more than they save on small ones).
+_GATE_SIZE: Final = 1 << 20
+
+
 def _looks_plain(header: bytes) -> bool:
-    """At most two arrays per entry: no long unknown value to split around."""
-    return header.count(b"[") <= 2 * header.count(b'"data_offsets"')
+    """At most two arrays and a few keys per entry: no long value to split around.
+
+    (The metadata map is read by the C scanner, which builds it whole.)
+    """
+    entries = header.count(b'"data_offsets"')
+    return header.count(b"[") <= 2 * entries and header.count(b'":') <= 4 * entries + 1024
 
 
 def fast_table(header: bytes, header_size: int, file_size: int, tiers: Tier) -> Clean | None:
     """The canonical tier's table, or None when it does not vouch for the header."""
-    if not tiers & Tier.CANONICAL or b"\\" in header or not _looks_plain(header):
+    if not tiers & Tier.CANONICAL or b"\\" in header:
+        return None
+    if len(header) > _GATE_SIZE and not _looks_plain(header):
         return None
     if header.isascii():
         text = header.decode("ascii")

@@ -5,6 +5,7 @@
 # never reads tensor data; the file size comes from fstat.
 from __future__ import annotations
 
+import gc
 import io
 import os
 import stat
@@ -48,10 +49,31 @@ def check_buffer(
 ) -> Report:
     """Validate from the first 8 bytes, a header reader and the file size.
 
-    ``tiers`` names the fast tiers that may answer before the exact path
-    (validator._tiers); ``answered``, when given, receives the tier that
-    did (Tier.NONE for the exact path).
+    ``tiers`` names the tiers that may answer (validator._tiers; without
+    Tier.SCAN the tree path is the exact path); ``answered``, when given,
+    receives the tier that did: Tier.CANONICAL, Tier.SCAN or Tier.NONE.
     """
+    # A header of many tensors allocates many small, acyclic containers;
+    # the cyclic collector would only rescan them, so it pauses meanwhile.
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _check(prefix, read_header, file_size, profile, path=path, tiers=tiers, answered=answered)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _check(
+    prefix: bytes,
+    read_header: Callable[[int], bytes],
+    file_size: int,
+    profile: Profile,
+    *,
+    path: str | None,
+    tiers: Tier,
+    answered: list[Tier] | None,
+) -> Report:
     out = Checker(limit=MAX_PER_RULE)
     n = check_prefix(prefix, file_size, out)
     table = None
@@ -64,7 +86,9 @@ def check_buffer(
                 answered.append(Tier.CANONICAL)
             if not clean.checked:
                 check_layout(clean.layout(), n, file_size, out)
-            return _report(out, profile, file_size, n, path, clean.tensors(), clean.metadata)
+            return _report(
+                out, profile, file_size=file_size, n=n, path=path, tensors=clean.tensors(), metadata=clean.metadata
+            )
         scan = bool(tiers & Tier.SCAN)
         if answered is not None:
             answered.append(Tier.SCAN if scan else Tier.NONE)
@@ -77,12 +101,13 @@ def check_buffer(
     if table is not None:
         tensors = TensorTable(table.good(), table.kinds, table.begins, table.ends, parse_kind)  # type: ignore[arg-type]
         metadata = table.metadata
-    return _report(out, profile, file_size, n, path, tensors, metadata)
+    return _report(out, profile, file_size=file_size, n=n, path=path, tensors=tensors, metadata=metadata)
 
 
 def _report(
     out: Checker,
     profile: Profile,
+    *,
     file_size: int,
     n: int | None,
     path: str | None,

@@ -79,9 +79,7 @@ def nested_arrays_in_unknown_field(size: int) -> bytes:
     """Arrays nested 100 deep, repeated, in an unknown field (valid in reference)."""
     unit = "[" * 100 + "1" + "]" * 100 + ","
     return _file(
-        b'{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":['
-        + (unit * (size // len(unit))).encode()
-        + b"1]}}",
+        b'{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":[' + (unit * (size // len(unit))).encode() + b"1]}}",
         b"\0",
     )
 
@@ -150,9 +148,7 @@ def shape_of_ones(size: int) -> bytes:
 
 def empty_arrays_in_unknown_field(size: int) -> bytes:
     """`[[],[],...]`: about size/3 empty arrays in an unknown field (valid in reference)."""
-    return _file(
-        b'{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":[' + b"[]," * (size // 3) + b"[]]}}", b"\0"
-    )
+    return _file(b'{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":[' + b"[]," * (size // 3) + b"[]]}}", b"\0")
 
 
 def valid_canonical(size: int) -> bytes:
@@ -164,7 +160,12 @@ def valid_canonical(size: int) -> bytes:
 def valid_spaced(size: int) -> bytes:
     """Many valid tensors with ', ' and ': ' separators."""
     k = _tensor_count(size, 62)
-    return _file(json.dumps({f"t{i}": {"dtype": "F32", "shape": [1], "data_offsets": [4 * i, 4 * i + 4]} for i in range(k)}).encode(), b"\0" * (4 * k))
+    return _file(
+        json.dumps(
+            {f"t{i}": {"dtype": "F32", "shape": [1], "data_offsets": [4 * i, 4 * i + 4]} for i in range(k)}
+        ).encode(),
+        b"\0" * (4 * k),
+    )
 
 
 CASES: dict[str, Callable[[int], bytes]] = {
@@ -224,10 +225,8 @@ def main() -> None:
             for name in names:
                 path = Path(tmp) / f"{name}.safetensors"
                 # Written in a child so this process stays small (ru_maxrss is inherited).
-                subprocess.run(
-                    [sys.executable, __file__, "--write", name, str(mb * 1_000_000), str(path)], check=True
-                )
-                reps = 1 if mb >= 50 else args.reps  # noqa: PLR2004 - one repetition of a 100 MB case
+                subprocess.run([sys.executable, __file__, "--write", name, str(mb * 1_000_000), str(path)], check=True)
+                reps = 1 if mb >= 50 else args.reps
                 ref = measure("reference", path, reps)
                 strict = measure("strict", path, reps)
                 refp = measure("reference-profile", path, reps)

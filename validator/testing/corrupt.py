@@ -197,8 +197,15 @@ def _header_length_exceeds_file(draw: st.DrawFn) -> tuple[bytes, str]:
 # A byte that never occurs, a lone continuation, an overlong NUL, cut
 # sequences, an encoded surrogate, a code point above U+10FFFF, a 5-byte form.
 _BAD_UTF8: Final = (
-    b"\xff", b"\xfe", b"\x80", b"\xc0\x80", b"\xc3", b"\xe2\x82",
-    b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xf8\x88\x80\x80\x80",
+    b"\xff",
+    b"\xfe",
+    b"\x80",
+    b"\xc0\x80",
+    b"\xc3",
+    b"\xe2\x82",
+    b"\xed\xa0\x80",
+    b"\xf4\x90\x80\x80",
+    b"\xf8\x88\x80\x80\x80",
 )
 
 
@@ -526,8 +533,21 @@ def _dtype_not_string(draw: st.DrawFn) -> tuple[bytes, str]:
 
 
 _BAD_INTEGERS: Final = (
-    "-1", "-0", "1.0", "1e0", "0.5", "2E1", "18446744073709551616", "18446744073709551617",
-    "100000000000000000000000", "-9223372036854775809", '"1"', "null", "true", "[1]", "{}",
+    "-1",
+    "-0",
+    "1.0",
+    "1e0",
+    "0.5",
+    "2E1",
+    "18446744073709551616",
+    "18446744073709551617",
+    "100000000000000000000000",
+    "-9223372036854775809",
+    '"1"',
+    "null",
+    "true",
+    "[1]",
+    "{}",
 )
 _NOT_ARRAYS: Final = ('"[1]"', "1", "null", "true", "{}", '{"0": 1}')
 
@@ -868,7 +888,3 @@ def mutated_files(*, files: st.SearchStrategy[bytes] | None = None) -> st.Search
 # Small files mutate as well as big ones and are much cheaper to draw.
 _MUTATION_SOURCES: Final = valid_files(tensors=tensor_dicts(max_size=5)).map(lambda f: f.data)
 _DONORS: Final = valid_files(tensors=tensor_dicts(max_size=2), metadata=None).map(lambda f: f.data)
-
-
-
-

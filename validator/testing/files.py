@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from validator._dtypes import DTYPE_BITS, DTYPES
+from validator._prefix import PREFIX_LEN
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Mapping, Sequence
@@ -72,7 +73,7 @@ class GeneratedFile:
     @property
     def data_start(self) -> int:
         """Absolute offset where the data region begins (8 + N)."""
-        return 8 + self.header_size
+        return PREFIX_LEN + self.header_size
 
     @property
     def metadata(self) -> dict[str, str] | None:
@@ -386,9 +387,11 @@ class Draft:
             else:
                 assert self.metadata is not None
                 sep = ", " if style.item_sep != "," else ","
-                meta = "{" + sep.join(
-                    f"{style.string(k)}{style.key_sep}{style.string(v)}" for k, v in self.metadata.items()
-                ) + "}"
+                meta = (
+                    "{"
+                    + sep.join(f"{style.string(k)}{style.key_sep}{style.string(v)}" for k, v in self.metadata.items())
+                    + "}"
+                )
             items.insert(min(self.metadata_at, len(items)), (json.dumps(METADATA), meta))
         for at, key, value in sorted(self.extra, key=lambda x: x[0]):
             items.insert(min(at, len(items)), (key, value))
