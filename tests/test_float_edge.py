@@ -22,9 +22,11 @@ import sys
 from decimal import Decimal, localcontext
 
 import pytest
+from hypothesis import given, settings
 
 import validator
 from validator._json import number
+from validator.testing.files import edge_numbers
 
 MAX = sys.float_info.max
 ULP_AT_MAX = 2.0**971
@@ -157,3 +159,10 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+@given(token=edge_numbers())
+@settings(max_examples=300, deadline=None)
+def test_edge_numbers_strategy_agrees_with_reference(token: str) -> None:
+    pytest.importorskip("safetensors")
+    assert disagreements([token]) == []

@@ -160,6 +160,8 @@ def clean_table(text: str, header_size: int, file_size: int) -> Clean | None:
     # long value); short metadata stays, to spare a copy of the text.
     if _ENTRY.match(text, start) is None:
         return None  # not even the first entry is canonical: spare the split
+    if len(text) - start > _PROBE and not _probe(text[start : start + _PROBE]):
+        return None
     body = text[start:] if start > _CUT_METADATA else text
     if body.isascii():
         if any(c in body for c in _ASCII_SUSPICIOUS):
@@ -221,6 +223,21 @@ def clean_table(text: str, header_size: int, file_size: int) -> Clean | None:
     return clean
 
 
+_PROBE: Final = 1 << 16
+
+
+def _probe(head: str) -> bool:
+    """Whether the first entries pass the header-level checks (a repeated name, an
+    unknown dtype or a suspicious name would send the whole header to the exact
+    path after a full split)."""
+    parts = _ENTRY.split(head)
+    names = parts[1:-1:_GROUPS]
+    if len(set(names)) != len(names) or "" in names:
+        return False
+    dtypes = {kind.split(_KIND_CUT)[0] for kind in parts[2:-1:_GROUPS]}
+    return dtypes <= DTYPE_BITS.keys()
+
+
 def kind_size(kind: str) -> tuple[int, int]:
     """(bytes or OVERFLOW or MISALIGNED, alignment) of a valid kind column value."""
     dtype, shape = kind.split(_KIND_CUT)
@@ -242,6 +259,9 @@ class Tier(enum.IntFlag):
 _GATE_SIZE: Final = 1 << 20
 
 
+_FIRST_ENTRY: Final = re.compile(rb'\{"[^"\\\x00-\x1f]{0,4096}+":\{"dtype":"')
+
+
 def _looks_plain(header: bytes) -> bool:
     """At most two arrays and a few keys per entry: no long value to split around.
 
@@ -255,6 +275,14 @@ def fast_table(header: bytes, header_size: int, file_size: int, tiers: Tier) -> 
     """The canonical tier's table, or None when it does not vouch for the header."""
     if not tiers & Tier.CANONICAL or b"\\" in header:
         return None
+    if b"[[" in header:  # nested arrays: not canonical (or only in metadata; the exact path reads it)
+        return None
+    if not header.startswith(b'{"__metadata__":'):
+        if _FIRST_ENTRY.match(header) is None:
+            return None  # the first entry is not canonical: spare the decoding
+        # A cut character at the end of the probe only costs the probe an entry.
+        if len(header) > _PROBE and not _probe(header[1:_PROBE].decode("utf-8", "ignore")):
+            return None
     if len(header) > _GATE_SIZE and not _looks_plain(header):
         return None
     if header.isascii():
