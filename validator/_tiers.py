@@ -256,7 +256,7 @@ class Tier(enum.IntFlag):
 
 # Above this size a header must look like a plain table before it is
 # decoded and split (the counts cost more than they save on small ones).
-_GATE_SIZE: Final = 1 << 20
+_GATE_SIZE: Final = 1 << 12
 
 
 _FIRST_ENTRY: Final = re.compile(rb'\{"[^"\\\x00-\x1f]{0,4096}+":\{"dtype":"')
@@ -268,7 +268,7 @@ def _looks_plain(header: bytes) -> bool:
     (The metadata map is read by the C scanner, which builds it whole.)
     """
     entries = header.count(b'"data_offsets"')
-    return header.count(b"[") <= 2 * entries and header.count(b'":') <= 4 * entries + 1024
+    return header.count(b'":') <= 4 * entries + 1024 and header.count(b"[") <= 2 * entries
 
 
 def fast_table(header: bytes, header_size: int, file_size: int, tiers: Tier) -> Clean | None:
@@ -277,13 +277,13 @@ def fast_table(header: bytes, header_size: int, file_size: int, tiers: Tier) -> 
         return None
     if b"[[" in header:  # nested arrays: not canonical (or only in metadata; the exact path reads it)
         return None
-    if not header.startswith(b'{"__metadata__":'):
-        if _FIRST_ENTRY.match(header) is None:
-            return None  # the first entry is not canonical: spare the decoding
-        # A cut character at the end of the probe only costs the probe an entry.
-        if len(header) > _PROBE and not _probe(header[1:_PROBE].decode("utf-8", "ignore")):
-            return None
+    metadata = header.startswith(b'{"__metadata__":')
+    if not metadata and _FIRST_ENTRY.match(header) is None:
+        return None  # the first entry is not canonical: spare the decoding
     if len(header) > _GATE_SIZE and not _looks_plain(header):
+        return None
+    # A cut character at the end of the probe only costs the probe an entry.
+    if not metadata and len(header) > _PROBE and not _probe(header[1:_PROBE].decode("utf-8", "ignore")):
         return None
     if header.isascii():
         text = header.decode("ascii")
