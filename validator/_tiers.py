@@ -209,10 +209,12 @@ def clean_table(text: str, header_size: int, file_size: int) -> Clean | None:
     if min(sizes.values()) >= 0:
         ends = list(accumulate(map(sizes.__getitem__, kinds)))
         begins = [0, *ends[:-1]]
-        if ";".join(map("{},{}".format, begins, ends)) == offsets and PREFIX_LEN + header_size + ends[-1] == file_size:
+        if ";".join(map("{},{}".format, begins, ends)) == offsets:
             clean.begins, clean.ends = begins, ends
             # data_start is a multiple of 8 and every alignment divides 8.
-            clean.checked = max(aligns.values()) == 1 or not any(map(mod, begins, map(aligns.__getitem__, kinds)))
+            clean.checked = PREFIX_LEN + header_size + ends[-1] == file_size and (
+                max(aligns.values()) == 1 or not any(map(mod, begins, map(aligns.__getitem__, kinds)))
+            )
             return clean
     # A layout finding: the offsets as numbers, for validator._layout.
     if _OFFSETS.fullmatch(offsets) is None:

@@ -3,8 +3,9 @@
 # strict profile, every rule) and the reference
 # (`safetensors.safe_open(path, "np").keys()`) run in their own fresh child
 # process: the child imports its library, records ru_maxrss as a baseline,
-# then times several repetitions with perf_counter and reports the best and
-# the median time and the RSS growth over the baseline.  Run as a script:
+# then times several repetitions with process_time (CPU seconds: the
+# machine is shared) and reports the best and the median time and the RSS
+# growth over the baseline.  Run as a script:
 #
 #     nice python tests/benchmarks/bench_header.py [--quick]
 #     nice python tests/benchmarks/bench_header.py --corpus [REPS]   # small files: the shipped corpus
@@ -41,9 +42,9 @@ else:
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 times = []
 for _ in range(reps):
-    t = time.perf_counter()
+    t = time.process_time()
     n = run()
-    times.append(time.perf_counter() - t)
+    times.append(time.process_time() - t)
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 print(json.dumps({"n": n, "best": min(times), "median": statistics.median(times), "rss_kb": peak - base}))
 """
@@ -141,11 +142,11 @@ def ref(b):
 def total(fn):
     best = float("inf")
     for _ in range(5):
-        t = time.perf_counter()
+        t = time.process_time()
         for _ in range(reps):
             for b in blobs:
                 fn(b)
-        best = min(best, time.perf_counter() - t)
+        best = min(best, time.process_time() - t)
     return best / (reps * len(blobs))
 # Interleaved, so that a change of load hits both.
 ours, theirs = [], []
