@@ -99,7 +99,9 @@ _FAST_OF: Final = {
 _OPENS: Final = re.compile(rb"\[(?:" + _W + rb"\[){0,%d}+" % MAX_DEPTH)
 # Nested objects, each opened with a plain key whose bytes hold no '{':
 # then every '{' in the match opens one level.
-_OBJECT_OPENS: Final = re.compile(rb"(?:\{" + _W + rb'"[^"\\\x00-\x1f{]{0,256}+"' + _W + rb":" + _W + rb"){1,%d}+" % (MAX_DEPTH + 1))
+_OBJECT_OPENS: Final = re.compile(
+    rb"(?:\{" + _W + rb'"[^"\\\x00-\x1f{]{0,256}+"' + _W + rb":" + _W + rb"){1,%d}+" % (MAX_DEPTH + 1)
+)
 _CLOSES: Final = re.compile(rb"[\]}](?:" + _W + rb"[\]}])*+")
 _CLOSE_OF: Final = bytes.maketrans(b"]}", b"[{")
 
