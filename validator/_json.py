@@ -187,6 +187,42 @@ def _closing_quote(buf: bytes, pos: int) -> int:
         i = j + 1
 
 
+_PIECE: Final = 1 << 20
+# A cut before this backslash cannot split an escape or a surrogate pair.
+_CUT_AT: Final = re.compile(rb"\\(?!u[dD][c-fC-F])")
+
+
+def _scan_pieces(buf: bytes, start: int, end: int) -> str | None:
+    """The string body buf[start:end] decoded by the C scanner, or None if it refuses.
+
+    A long body goes in pieces of about a megabyte, cut before an escape, so
+    that no decoded copy of the whole body is held beside the result.
+    """
+    view = memoryview(buf)
+    pieces = []
+    while start < end:
+        cut = end
+        if end - start > _PIECE:
+            at = start + _PIECE
+            while (m := _CUT_AT.search(buf, at, end)) is not None:
+                # A bad cut only costs time: the caller falls back to the regexes.
+                before = buf[max(start, m.start() - 64) : m.start()]
+                if (len(before) - len(before.rstrip(b"\\"))) % 2 == 0:  # this backslash starts an escape
+                    break
+                at = m.start() + 1
+            cut = end if m is None else m.start()
+        text = '"' + str(view[start:cut], "utf-8") + '"'
+        try:
+            value, stop = scanstring(text, 1, True)  # noqa: FBT003 - a C function, positional only
+        except ValueError:
+            return None
+        if stop != len(text):
+            return None
+        pieces.append(value)
+        start = cut
+    return "".join(pieces)
+
+
 def decode_string(buf: bytes, pos: int, base: int) -> tuple[str, int]:
     """The string at ``pos`` and its end; JsonError as serde_json refuses it."""
     m = _PLAIN_STRING.match(buf, pos)
@@ -197,14 +233,9 @@ def decode_string(buf: bytes, pos: int, base: int) -> tuple[str, int]:
     # regexes below find the exact place and reason.
     end = _closing_quote(buf, pos)
     if end > 0:
-        text = str(memoryview(buf)[pos:end], "utf-8")  # no copy of the bytes first
-        try:
-            value, stop = scanstring(text, 1, True)  # noqa: FBT003 - a C function, positional only
-        except ValueError:
-            pass
-        else:
-            if stop == len(text) and _SURROGATE.search(value) is None:
-                return value, end
+        value = _scan_pieces(buf, pos + 1, end - 1)
+        if value is not None and _SURROGATE.search(value) is None:
+            return value, end
     # Without a closing quote the regexes below would fail only after
     # scanning the rest of the header.
     m = _STRING.match(buf, pos) if buf.find(b'"', pos + 1) >= 0 else None
