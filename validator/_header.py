@@ -168,10 +168,10 @@ class Table:
         if not ok:
             self.bad.add(row)
 
-    def extend(self, names: list[str], kinds: list[Any], begins: list[int], ends: list[int]) -> None:
-        """Rows of entries that all passed their checks."""
+    def extend(self, names: list[str], kinds: list[Any], begins: list[int], ends: list[int], *, repeats: bool) -> None:
+        """Rows of entries that all passed their checks; ``repeats``: some name was seen before."""
         index = self.index
-        if len(set(names)) != len(names) or not index.keys().isdisjoint(names):
+        if repeats:
             # Repeated names: each distinct name once, with its last definition.
             last = dict(zip(names, range(len(names)), strict=True))
             for name, i in last.items():
@@ -193,7 +193,10 @@ class Table:
         """name -> row for the entries that passed their checks."""
         if not self.bad:
             return self.index
-        return {name: row for name, row in self.index.items() if row not in self.bad}
+        good = dict(self.index)
+        for row in self.bad:
+            del good[self.names[row]]
+        return good
 
 
 class _Reader:
@@ -236,24 +239,16 @@ class _Reader:
         raw, dtypes, shapes, begins, ends = zip(*rows, strict=True)
         names = list(map(_decode, raw)) if buf.find(b"\\", start, end) >= 0 else [r[1:-1].decode() for r in raw]
         known = list(map(_DTYPE_OF.get, dtypes))
-        if (
-            "__metadata__" in names
-            or None in known
-            or "" in names
-            or SUSPICIOUS.search(" ".join(names)) is not None
-            or not self._no_repeats(names)
-        ):
+        if "__metadata__" in names or None in known or "" in names or SUSPICIOUS.search(" ".join(names)) is not None:
+            return self.slow_run(start, end)
+        index = self.table.index
+        repeats = len(set(names)) != len(names) or not index.keys().isdisjoint(names)
+        # Duplicate names: in bulk only once their findings are past the cap.
+        if repeats and not self._saturated("duplicate-key", len(names) - len(set(names) - index.keys())):
             return self.slow_run(start, end)
         kinds = list(zip(known, shapes, strict=True))
-        self.table.extend(names, kinds, list(map(int, begins)), list(map(int, ends)))
+        self.table.extend(names, kinds, list(map(int, begins)), list(map(int, ends)), repeats=repeats)
         return end
-
-    def _no_repeats(self, names: list[str]) -> bool:
-        index = self.table.index
-        if len(set(names)) != len(names) or not index.keys().isdisjoint(names):
-            # Duplicate names: in bulk only once their findings are past the cap.
-            return self._saturated("duplicate-key", len(names) - len(set(names) - index.keys()))
-        return True
 
     def _saturated(self, slug: str, count: int) -> bool:
         """Count ``count`` findings of ``slug`` in bulk if the cap has dropped them anyway."""

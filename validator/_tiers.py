@@ -38,8 +38,8 @@ from __future__ import annotations
 import enum
 import json
 import re
-from itertools import accumulate
-from operator import itemgetter, mod
+from itertools import accumulate, compress, repeat
+from operator import add, itemgetter, mod
 from typing import TYPE_CHECKING, Any, Final
 
 from validator._dtypes import DTYPE_BITS
@@ -88,7 +88,7 @@ class Clean:
     the canonical path, or (dtype, shape) tuples from the JSON path.
     """
 
-    __slots__ = ("begins", "checked", "ends", "index", "kinds", "metadata", "parse")
+    __slots__ = ("begins", "checked", "ends", "index", "kinds", "metadata", "names", "parse", "unknown")
 
     def __init__(
         self,
@@ -107,6 +107,9 @@ class Clean:
         self.ends = ends
         self.metadata = metadata
         self.checked = True  # False: the layout has findings; run validator._layout on the columns
+        # (name, dtype, byte offset) of each entry whose dtype is unknown, in document order.
+        self.unknown: list[tuple[str, str, int]] = []
+        self.names: list[str] = []  # every row's name, when ``index`` leaves some rows out
 
     def tensors(self) -> TensorTable:
         """The report's tensor mapping over the columns."""
@@ -114,7 +117,7 @@ class Clean:
 
     def layout(self) -> Layout:
         """The columns for validator._layout."""
-        names = list(self.index)
+        names = list(self.index) if not self.unknown else self.names
         return Layout(names, begins=self.begins, ends=self.ends, kinds=self.kinds, parse=self.parse, size=kind_size)
 
 
@@ -189,7 +192,8 @@ def clean_table(text: str, header_size: int, file_size: int) -> Clean | None:
     if len(index) != k or "" in index or "__metadata__" in index:
         return None
     kinds = parts[2::_GROUPS]
-    offsets = ";".join(parts[3::_GROUPS])
+    offsets_list = parts[3::_GROUPS]
+    offsets = ";".join(offsets_list)
     del parts  # memory: the columns above are all that is kept
     # One string object per distinct kind (memory: 100,000 tensors share a
     # few dozen kinds).
@@ -197,16 +201,32 @@ def clean_table(text: str, header_size: int, file_size: int) -> Clean | None:
     kinds = list(map(distinct.__getitem__, kinds))
     sizes: dict[str, int] = {}
     aligns: dict[str, int] = {}
+    unknown = set()
     for kind in distinct:
         dtype, shape, *more = kind.split(_KIND_CUT)
-        if more or dtype not in DTYPE_BITS or _DIMS.fullmatch(shape) is None:
-            return None  # an unknown dtype, or a 20-digit dimension
+        if more or _DIMS.fullmatch(shape) is None:
+            return None  # a 20-digit dimension: the exact path says what it is
+        if dtype not in DTYPE_BITS:
+            unknown.add(kind)
+            continue
         sizes[kind], aligns[kind] = kind_size(kind)
     clean = Clean(index=index, kinds=kinds, begins=[], ends=[], metadata=metadata, parse=parse_kind)
+    if unknown:
+        # An unknown dtype is the entry's only finding (names are clean, the
+        # shape and offsets are u64s); the rows go on to the layout check
+        # without a size, as the exact path leaves them.
+        bad = list(compress(range(k), map(unknown.__contains__, kinds)))
+        clean.unknown = _unknown_dtypes(text, start, names, kinds, offsets_list, bad)
+        clean.names = names
+        clean.kinds = list(kinds)
+        clean.index = dict(index)
+        for i in bad:
+            clean.kinds[i] = None
+            del clean.index[names[i]]
     # Contiguous, and every span equal to its size: then the ends are the
     # running sums of the sizes and each begin is the previous end.  The
     # offsets text must be exactly those numbers, spelled canonically.
-    if min(sizes.values()) >= 0:
+    if not unknown and min(sizes.values()) >= 0:
         ends = list(accumulate(map(sizes.__getitem__, kinds)))
         begins = [0, *ends[:-1]]
         if ";".join(map("{},{}".format, begins, ends)) == offsets:
@@ -226,6 +246,28 @@ def clean_table(text: str, header_size: int, file_size: int) -> Clean | None:
 
 
 _PROBE: Final = 1 << 16
+_ENTRY_FIXED: Final = len('"":{"dtype":"],"data_offsets":[]}') + 1  # an entry's text besides its groups
+_TO_DTYPE: Final = len('"":{"dtype":')  # from an entry's start to its dtype's opening quote, besides the name
+
+
+def _unknown_dtypes(
+    text: str, start: int, names: list[str], kinds: list[str], offsets: list[str], bad: list[int]
+) -> list[tuple[str, str, int]]:
+    """(name, dtype, byte offset in the header of the dtype's string) for the rows ``bad``, in order."""
+    # Entry i starts at `start` plus the lengths of the entries before it.
+    lengths = map(add, map(add, map(len, names), map(len, kinds)), map(len, offsets))
+    starts = list(accumulate(map(add, lengths, repeat(_ENTRY_FIXED)), initial=start))
+    out = []
+    done_chars = done_bytes = 0  # a prefix of the text whose UTF-8 length is known
+    ascii_text = text.isascii()
+    for i in bad:
+        name = names[i]
+        c = starts[i] + _TO_DTYPE + len(name)
+        if not ascii_text:
+            done_bytes += len(text[done_chars:c].encode("utf-8"))
+            done_chars = c
+        out.append((name, kinds[i].split(_KIND_CUT)[0], c if ascii_text else done_bytes))
+    return out
 
 
 def _probe(head: str) -> bool:
@@ -234,10 +276,7 @@ def _probe(head: str) -> bool:
     path after a full split)."""
     parts = _ENTRY.split(head)
     names = parts[1:-1:_GROUPS]
-    if len(set(names)) != len(names) or "" in names:
-        return False
-    dtypes = {kind.split(_KIND_CUT)[0] for kind in parts[2:-1:_GROUPS]}
-    return dtypes <= DTYPE_BITS.keys()
+    return len(set(names)) == len(names) and "" not in names
 
 
 def kind_size(kind: str) -> tuple[int, int]:

@@ -12,6 +12,7 @@ import stat
 from typing import IO, TYPE_CHECKING, Union
 
 from validator._check import MAX_PER_RULE, Checker
+from validator._entries import read_dtype
 from validator._errors import InvalidFileError, SourceError
 from validator._findings import Report, TensorTable
 from validator._header import check_header, parse_kind
@@ -84,6 +85,8 @@ def _check(
             del header
             if answered is not None:
                 answered.append(Tier.CANONICAL)
+            for name, dtype, at in clean.unknown:
+                read_dtype(name, dtype, PREFIX_LEN + at, out)
             if not clean.checked:
                 check_layout(clean.layout(), n, file_size, out)
             return _report(

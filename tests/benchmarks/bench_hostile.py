@@ -104,7 +104,7 @@ def unknown_dtype_in_middle(size: int) -> bytes:
     k = _tensor_count(size)
     text = "{" + _entries(k) + "}"
     mid = text.find('"F32"', len(text) // 2)
-    return _file((text[:mid] + '"X9" ' + text[mid + 5 :]).encode(), b"\0" * (4 * k))
+    return _file((text[:mid] + '"X9"' + text[mid + 5 :]).encode(), b"\0" * (4 * k))
 
 
 def stray_bytes_after_last(size: int) -> bytes:
