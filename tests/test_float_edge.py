@@ -166,3 +166,17 @@ if __name__ == "__main__":
 def test_edge_numbers_strategy_agrees_with_reference(token: str) -> None:
     pytest.importorskip("safetensors")
     assert disagreements([token]) == []
+
+
+@pytest.mark.parametrize("body", [b"\\u\r\n46", b"\\u 123", b"\\u+123", b"\\u1_23", b"\\x", b"a\x01"])
+def test_string_checks_do_not_lean_on_the_scanner(monkeypatch: pytest.MonkeyPatch, body: bytes) -> None:
+    # json's pure-Python scanstring (used where the C accelerator is missing,
+    # as in the fuzz engine) reads \uXXXX with int(x, 16), which skips
+    # whitespace and takes '+' and '_'.  Found by the differential campaign.
+    import json.decoder  # noqa: PLC0415 - only this test needs it
+
+    monkeypatch.setattr("validator._json.scanstring", json.decoder.py_scanstring)
+    raw = b'{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"j":"' + body + b'"}}'
+    raw += b" " * (-len(raw) % 8)
+    report = validator.validate(struct.pack("<Q", len(raw)) + raw + b"\0", profile="reference")
+    assert [f.slug for f in report.errors] == ["json-string"]

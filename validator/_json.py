@@ -188,6 +188,12 @@ def _closing_quote(buf: bytes, pos: int) -> int:
 
 
 _PIECE: Final = 1 << 20
+# What serde_json refuses inside a string besides a lone surrogate: a raw
+# control character, or a backslash that does not start a valid escape.
+# Checked here, not left to the scanner: json's pure-Python scanstring (used
+# where the C accelerator is missing; the fuzz engine hit it) reads \uXXXX
+# with int(x, 16), which takes " 12 ", "+123" and "1_23".
+_REFUSED_IN_STRING: Final = re.compile(rb'[\x00-\x1f]|\\(?!["\\/bfnrt]|u[0-9a-fA-F]{4})')
 # A cut before this backslash cannot split an escape or a surrogate pair.
 _CUT_AT: Final = re.compile(rb"\\(?!u[dD][c-fC-F])")
 
@@ -198,6 +204,8 @@ def _scan_pieces(buf: bytes, start: int, end: int) -> str | None:
     A long body goes in pieces of about a megabyte, cut before an escape, so
     that no decoded copy of the whole body is held beside the result.
     """
+    if _REFUSED_IN_STRING.search(buf, start, end) is not None:
+        return None
     view = memoryview(buf)
     pieces = []
     while start < end:
