@@ -173,7 +173,7 @@ def test_string_checks_do_not_lean_on_the_scanner(monkeypatch: pytest.MonkeyPatc
     # json's pure-Python scanstring (used where the C accelerator is missing,
     # as in the fuzz engine) reads \uXXXX with int(x, 16), which skips
     # whitespace and takes '+' and '_'.  Found by the differential campaign.
-    import json.decoder  # noqa: PLC0415 - only this test needs it
+    import json.decoder
 
     monkeypatch.setattr("validator._json.scanstring", json.decoder.py_scanstring)
     raw = b'{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"j":"' + body + b'"}}'
