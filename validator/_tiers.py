@@ -216,7 +216,7 @@ def clean_table(text: str, header_size: int, file_size: int) -> Clean | None:
         # shape and offsets are u64s); the rows go on to the layout check
         # without a size, as the exact path leaves them.
         bad = list(compress(range(k), map(unknown.__contains__, kinds)))
-        clean.unknown = _unknown_dtypes(text, start, names, kinds, offsets_list, bad)
+        clean.unknown = _unknown_dtypes(text, start, names, kinds, offsets_list, bad=bad)
         clean.names = names
         clean.kinds = list(kinds)
         clean.index = dict(index)
@@ -251,7 +251,7 @@ _TO_DTYPE: Final = len('"":{"dtype":')  # from an entry's start to its dtype's o
 
 
 def _unknown_dtypes(
-    text: str, start: int, names: list[str], kinds: list[str], offsets: list[str], bad: list[int]
+    text: str, start: int, names: list[str], kinds: list[str], offsets: list[str], *, bad: list[int]
 ) -> list[tuple[str, str, int]]:
     """(name, dtype, byte offset in the header of the dtype's string) for the rows ``bad``, in order."""
     # Entry i starts at `start` plus the lengths of the entries before it.

@@ -203,6 +203,7 @@ def measure(impl: str, path: Path, reps: int, root: Path = ROOT, timeout: float 
             capture_output=True,
             text=True,
             env=env,
+            cwd=root,  # `python -c` puts the working directory first on sys.path
             check=False,
             timeout=timeout,
         )
