@@ -395,6 +395,17 @@ add("i_entry_unknown_field", "a tensor entry with an extra field", ref("serde ig
     entries=[("w", {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16], "quant": "none"})])
 add("i_entry_unknown_field_null", "an extra field whose value is null", ref("serde ignores unknown fields"), ("tensor-field-unknown",),
     entries=[("w", {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16], "extra": None})])
+# serde_json 1.x without float_roundtrip computes a float as a u64
+# significand times a power of ten, not correctly rounded: some numbers just
+# below f64::MAX come out infinite there ("number out of range") although
+# they round to f64::MAX correctly.  An unknown field holds them, so only the
+# number decides.
+add("n_json_number_rounds_to_infinity", "1.7976931348623158e308 in an unknown field: serde_json's product overflows",
+    ref("serde_json f64_from_parts: number out of range"), ("json-number",),
+    entries=[("w", {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16], "scale": Raw("1.7976931348623158e308")})], data=16)
+add("i_json_number_f64_max", "f64::MAX, 1.7976931348623157e308, in an unknown field", ref("serde_json f64_from_parts: finite"),
+    ("tensor-field-unknown",),
+    entries=[("w", {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16], "scale": Raw("1.7976931348623157e308")})], data=16)
 add("i_dtype_unit_variant_object", 'dtype written as {"F32": null}', ref("serde reads a unit variant from a one-key map"), ("dtype-not-string",),
     entries=[("w", T({"F32": None}, [2, 2], [0, 16]))])
 for _name, _val, _what in (

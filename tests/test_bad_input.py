@@ -218,3 +218,123 @@ def test_noncontiguous_memoryview_source() -> None:
     doubled = bytes(b for byte in VALID for b in (byte, 0xAA))
     view = memoryview(doubled)[::2]
     assert validator.validate(view).findings == ()
+
+
+# --- Hostile headers under an address-space cap ----------------------------
+#
+# The adversarial sweep's memory blow-ups (about 100 MB each there; 16 MB
+# here, where the behaviour is the same): each is validated in a child
+# whose address space is capped, after its imports, at a small multiple of
+# the header size.  validate() must finish with the expected findings
+# instead of raising MemoryError.
+
+_CAPPED = r"""
+import json, resource, sys
+import validator
+def vm(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key):
+            return int(line.split()[1]) * 1024
+path, profile, per_byte, size = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
+base = vm("VmSize:")
+cap = base + int(per_byte * size) + (64 << 20)
+resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+report = validator.validate(path, profile=profile)
+print(json.dumps({"slugs": sorted({f.slug for f in report.findings}), "first": report.findings[0].offset if report.findings else None,
+                  "valid": report.valid, "suppressed": report.suppressed, "grew_mb": (vm("VmPeak:") - base) / 2**20}))
+"""
+CAP_SIZE = 16_000_000
+CAP_PER_BYTE = 4.0  # address space per header byte, on top of the interpreter's
+
+
+def _capped(path: Path, profile: str) -> dict[str, object]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run(
+        [sys.executable, "-c", _CAPPED, str(path), profile, str(CAP_PER_BYTE), str(path.stat().st_size)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=HANG_TIMEOUT,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result: dict[str, object] = json.loads(proc.stdout)
+    return result
+
+
+_UNIT_128 = b"[" * 128 + b"]" * 128 + b","
+HOSTILE_CAPPED = {
+    # name: (header parts, data, strict slugs, reference valid)
+    "shape-of-8m-ones": (
+        [b'{"a":{"dtype":"U8","shape":[', b"1," * (CAP_SIZE // 2 - 40), b'1],"data_offsets":[0,1]}}'],
+        b"\0",
+        [],
+        True,
+    ),
+    "unknown-field-of-5m-empty-arrays": (
+        [b'{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":[', b"[]," * (CAP_SIZE // 3 - 40), b"[]]}}"],
+        b"\0",
+        ["tensor-field-unknown"],
+        True,
+    ),
+    "repeated-128-deep-nesting": (
+        [b'{"x":[', _UNIT_128 * (CAP_SIZE // len(_UNIT_128) - 1), b"1]}"],
+        b"",
+        ["json-depth"],
+        False,
+    ),
+    "2m-duplicate-metadata-keys": (
+        [
+            b'{"__metadata__":{',
+            b'"k":"v",' * (CAP_SIZE // 8 - 20),
+            b'"k":"v"},"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}',
+        ],
+        b"\0",
+        ["duplicate-key"],
+        True,
+    ),
+    "300k-duplicate-tensor-names": (
+        [
+            b"{",
+            b'"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},' * (CAP_SIZE // 52 - 2),
+            b'"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}',
+        ],
+        b"\0" * 4,
+        ["duplicate-key"],
+        True,
+    ),
+    "2m-unknown-fields-in-one-entry": (
+        [b'{"a":{', b'"k":1,' * (CAP_SIZE // 6 - 20), b'"dtype":"U8","shape":[1],"data_offsets":[0,1]}}'],
+        b"\0",
+        ["tensor-field-unknown"],
+        True,
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def capped_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("capped")
+    out = {}
+    for name, (parts, data, _, _) in HOSTILE_CAPPED.items():
+        path = d / f"{name}.safetensors"
+        size = sum(map(len, parts))
+        _write_header(path, parts, size + (-size % 8), data)
+        out[name] = path
+    return out
+
+
+@pytest.mark.parametrize("name", list(HOSTILE_CAPPED))
+def test_hostile_header_under_an_address_space_cap(capped_files: dict[str, Path], name: str) -> None:
+    _, _, slugs, reference_valid = HOSTILE_CAPPED[name]
+    strict = _capped(capped_files[name], "strict")
+    assert strict["slugs"] == slugs
+    assert strict["valid"] is (not slugs)
+    ref = _capped(capped_files[name], "reference")
+    assert ref["valid"] is reference_valid
+    if name == "repeated-128-deep-nesting":
+        # Refused at the first unit's 128th bracket: '{' and '[' are levels 1 and 2.
+        assert strict["first"] == 8 + len(b'{"x":[') + 125
+    if slugs == ["duplicate-key"] or name.endswith("in-one-entry"):
+        assert int(strict["suppressed"]) > 100_000  # type: ignore[call-overload]

@@ -1,12 +1,13 @@
-# Strategy: a differential test of the fast paths against the exact parser.
-# validate() may answer from the canonical path or the JSON-dict path
-# (validator/_canonical.py), or from the C json path (_header._fast), and
-# otherwise from the exact parser (_json.py).  Random headers in the form
-# the reference serializer writes, in spaced and indented variants, are
-# generated and then mutated in small ways; for each file the whole Report
-# must be identical with all paths on, with the clean paths off, and with
-# only the exact parser, under both profiles.  The test also counts how
-# often the fast paths answered, so that it cannot pass by never taking them.
+# Strategy: a differential test of the tiers against the tree path, the
+# oracle (validator._tiers): the canonical tier, the one-pass exact reader
+# (SCAN) and both together must give the whole Report the tree path gives
+# (token-by-token parser, read_table over the tree), under both profiles.
+# Random headers in the form the reference serializer writes, in spaced and
+# indented variants, are generated and then mutated in small ways, and
+# every hand-made test file is run in plain and spaced form.  The test also
+# counts how often the canonical tier answered, so that it cannot pass by
+# never taking it; tests/test_tiers.py covers hostile shapes and records
+# the answering tier for each.
 from __future__ import annotations
 
 import json
@@ -19,8 +20,9 @@ from reference_cases import TABLE
 from rule_cases import CASES
 
 import validator
-from validator import _header, _validate
-from validator._canonical import UNCLEAN, clean_json_table, clean_table
+from validator._rules import Profile
+from validator._tiers import Tier
+from validator._validate import check_buffer
 
 DTYPES = ["F32", "F16", "BF16", "U8", "I64", "F64", "F4", "F6_E2M3", "BOOL", "C64", "F8_E4M3", "X9"]
 NAMES = [
@@ -113,13 +115,12 @@ def _mutate(rng: random.Random, blob: bytes) -> bytes:
     return struct.pack("<Q", len(raw)) + raw + blob[8 + n :]
 
 
-def _report(blob: bytes, profile: str, *, canonical: bool, fast: bool = True) -> tuple[object, ...]:
-    old = _validate.USE_CANONICAL, _header.USE_FAST
-    _validate.USE_CANONICAL, _header.USE_FAST = canonical, fast
-    try:
-        r = validator.validate(blob, profile=profile)
-    finally:
-        _validate.USE_CANONICAL, _header.USE_FAST = old
+def _run(blob: bytes, profile: str, tiers: Tier, answered: list[Tier] | None = None) -> validator.Report:
+    return check_buffer(blob[:8], lambda n: blob[8 : 8 + n], len(blob), Profile(profile), tiers=tiers, answered=answered)
+
+
+def _report(blob: bytes, profile: str, tiers: Tier) -> tuple[object, ...]:
+    r = _run(blob, profile, tiers)
     tensors = None if r.tensors is None else dict(r.tensors.items())
     metadata = None if r.metadata is None else dict(r.metadata)
     return (r.findings, tensors, metadata, r.header_size, r.file_size, r.valid, r.suppressed)
@@ -137,27 +138,23 @@ def _spaced(blob: bytes) -> bytes:
     return struct.pack("<Q", len(header)) + header + blob[8 + n :]
 
 
+def _answered(blob: bytes, tiers: Tier = Tier.ALL) -> Tier | None:
+    """The tier that answered for ``blob`` (None: the prefix alone decided)."""
+    answered: list[Tier] = []
+    _run(blob, "strict", tiers, answered)
+    return answered[0] if answered else None
+
+
 def _took_fast_path(blob: bytes) -> bool:
-    if len(blob) < 8:
-        return False
-    n = struct.unpack("<Q", blob[:8])[0]
-    if n > len(blob) - 8:
-        return False
-    try:
-        text = blob[8 : 8 + n].decode()
-    except UnicodeDecodeError:
-        return False
-    clean = clean_table(text, n, len(blob))
-    if clean is UNCLEAN:
-        return False
-    return (clean or clean_json_table(text, n, len(blob))) is not None
+    return _answered(blob) is Tier.CANONICAL
 
 
 def _assert_same(blob: bytes) -> None:
     for profile in ("strict", "reference"):
-        exact = _report(blob, profile, canonical=False, fast=False)
-        assert _report(blob, profile, canonical=False) == exact, blob
-        assert _report(blob, profile, canonical=True) == exact, blob
+        exact = _report(blob, profile, Tier.NONE)
+        for tiers in (Tier.SCAN, Tier.CANONICAL, Tier.ALL):
+            assert _report(blob, profile, tiers) == exact, (tiers, blob)
+        assert validator.validate(blob, profile=profile).findings == exact[0]
 
 
 @pytest.mark.slow
@@ -246,11 +243,11 @@ def test_metadata_nested_past_the_c_scanner_limit_is_json_depth() -> None:
     assert report.errors[0].offset == 8 + len(b'{"__metadata__":{"k":') + 125
 
 
-def test_json_path_answers_for_spaced_and_reordered_headers() -> None:
+def test_scan_answers_for_spaced_and_reordered_headers() -> None:
     header = '{"u": {"dtype": "F16", "shape": [2], "data_offsets": [4, 8]}, "t": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}'
     raw = header.encode() + b" " * (-len(header) % 8)
     blob = struct.pack("<Q", len(raw)) + raw + b"\0" * 8
-    assert _took_fast_path(blob)
+    assert _answered(blob) is Tier.SCAN
     report = validator.validate(blob)
     assert report.findings == ()
     assert report.tensors is not None

@@ -53,3 +53,17 @@ class Checker:
                 self.dropped[slug] = self.dropped.get(slug, 0) + 1
                 return
         self.findings.append(Finding(BY_SLUG[slug], message, offset, tensor, json_path))
+
+    def merge(self, other: Checker) -> None:
+        """Add another checker's findings and counts after this one's."""
+        for finding in other.findings:
+            slug = finding.rule.slug
+            seen = self.counts.get(slug, 0)
+            self.counts[slug] = seen + 1
+            if self.limit is not None and seen >= self.limit:
+                self.dropped[slug] = self.dropped.get(slug, 0) + 1
+            else:
+                self.findings.append(finding)
+        for slug, count in other.dropped.items():
+            self.counts[slug] = self.counts.get(slug, 0) + count
+            self.dropped[slug] = self.dropped.get(slug, 0) + count

@@ -15,14 +15,16 @@ from validator._dtypes import DTYPE_BITS
 from validator._json import U64_MAX
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
     from validator._check import Checker
     from validator._json import Json
 
-_FIELDS: Final = ("dtype", "shape", "data_offsets")
+FIELDS: Final = ("dtype", "shape", "data_offsets")
 _METADATA: Final = "__metadata__"
 # C0 and C1 controls, DEL, and the bidirectional embedding, override and
 # isolate controls that let a name display as something it is not.
-_SUSPICIOUS: Final = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+SUSPICIOUS: Final = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 @dataclass
@@ -54,7 +56,7 @@ class Locator:
 
     __slots__ = ("positions",)
 
-    def __init__(self, positions: dict[int, list[int]] | None) -> None:
+    def __init__(self, positions: Mapping[int, Sequence[int]] | None) -> None:
         self.positions = positions
 
     def key(self, obj: Json, i: int) -> int | None:
@@ -119,108 +121,133 @@ def read_table(root: Json, root_offset: int | None, loc: Locator, out: Checker) 
     for i, (name, value) in enumerate(root):
         if name == _METADATA:
             if seen_metadata:
-                # serde: "duplicate field `__metadata__`".
-                out.add(
-                    "duplicate-field", "__metadata__ appears more than once", loc.key(root, i), json_path=pointer(name)
-                )
+                duplicate_metadata(loc.key(root, i), out)
             seen_metadata = True
             metadata = _read_metadata(value, loc.value(root, i), loc, out)
             continue
-        if name in entries:
-            # Spec: duplicate keys are disallowed.  Reference: the last one wins.
-            out.add(
-                "duplicate-key",
-                f"tensor {name!r} is defined more than once; the reference silently keeps the last definition",
-                loc.key(root, i),
-                tensor=name,
-                json_path=pointer(name),
-            )
-        if not name or _SUSPICIOUS.search(name) is not None:
-            what = "is empty" if not name else "holds control or bidirectional-override characters"
-            out.add(
-                "tensor-name-suspicious",
-                f"tensor name {name!r} {what}",
-                loc.key(root, i),
-                tensor=name,
-                json_path=pointer(name),
-            )
-        entries[name] = _read_entry(name, value, loc.value(root, i), loc, out)
+        check_name(name, loc.key(root, i), name in entries, out)
+        entries[name] = read_entry(name, value, loc.value(root, i), loc, out)
     return Table(entries, metadata)
 
 
+def check_name(name: str, at: int | None, seen: bool, out: Checker) -> None:  # noqa: FBT001
+    """The findings about a tensor's name, at the offset of its key."""
+    if seen:
+        # Spec: duplicate keys are disallowed.  Reference: the last one wins.
+        out.add(
+            "duplicate-key",
+            f"tensor {name!r} is defined more than once; the reference silently keeps the last definition",
+            at,
+            tensor=name,
+            json_path=pointer(name),
+        )
+    if not name or SUSPICIOUS.search(name) is not None:
+        what = "is empty" if not name else "holds control or bidirectional-override characters"
+        out.add("tensor-name-suspicious", f"tensor name {name!r} {what}", at, tensor=name, json_path=pointer(name))
+
+
+def metadata_null(at: int | None, out: Checker) -> None:
+    """__metadata__ is null."""
+    # Reference: Option<...> reads null as absent.  Spec: the value is a map.
+    out.add(
+        "metadata-null", "__metadata__ is null; omit it or give an object of strings", at, json_path=pointer(_METADATA)
+    )
+
+
+def metadata_not_object(what: str, at: int | None, out: Checker) -> None:
+    """__metadata__ is neither null nor an object, but a JSON ``what``."""
+    out.add(
+        "metadata-invalid",
+        f"__metadata__ is a JSON {what}; it must be an object of strings",
+        at,
+        json_path=pointer(_METADATA),
+    )
+
+
+def metadata_duplicate(key: str, at: int | None, out: Checker) -> None:
+    """A metadata key seen before."""
+    out.add(
+        "duplicate-key",
+        f"metadata key {key!r} appears more than once; the reference keeps the last value",
+        at,
+        json_path=pointer(_METADATA, key),
+    )
+
+
+def metadata_not_string(key: str, what: str, at: int | None, out: Checker) -> None:
+    """A metadata value that is not a string but a JSON ``what``."""
+    out.add(
+        "metadata-invalid",
+        f"metadata value for {key!r} is a JSON {what}; metadata values must be strings",
+        at,
+        json_path=pointer(_METADATA, key),
+    )
+
+
+def duplicate_metadata(at: int | None, out: Checker) -> None:
+    """__metadata__ given twice."""
+    # serde: "duplicate field `__metadata__`".
+    out.add("duplicate-field", "__metadata__ appears more than once", at, json_path=pointer(_METADATA))
+
+
+def duplicate_field(name: str, field: str, at: int | None, out: Checker) -> None:
+    """A tensor field given twice."""
+    out.add(
+        "duplicate-field",
+        f"field {field!r} appears more than once in tensor {name!r}",
+        at,
+        tensor=name,
+        json_path=pointer(name, field),
+    )
+
+
+def unknown_field(name: str, field: str, at: int | None, out: Checker) -> None:
+    """A tensor field the spec does not define."""
+    # Reference: unknown fields are ignored.  Spec: the entry has exactly
+    # these three fields.
+    out.add(
+        "tensor-field-unknown",
+        f"tensor {name!r} has unknown field {field!r}",
+        at,
+        tensor=name,
+        json_path=pointer(name, field),
+    )
+
+
 def _read_metadata(value: Json, at: int | None, loc: Locator, out: Checker) -> dict[str, str] | None:
-    path = pointer(_METADATA)
     if value is None:
-        # Reference: Option<...> reads null as absent.  Spec: the value is a map.
-        out.add("metadata-null", "__metadata__ is null; omit it or give an object of strings", at, json_path=path)
+        metadata_null(at, out)
         return None
     if type(value) is not tuple:
-        out.add(
-            "metadata-invalid",
-            f"__metadata__ is a JSON {kind(value)}; it must be an object of strings",
-            at,
-            json_path=path,
-        )
+        metadata_not_object(kind(value), at, out)
         return None
     result: dict[str, str] = {}
     for i, (key, item) in enumerate(value):
         if key in result:
-            out.add(
-                "duplicate-key",
-                f"metadata key {key!r} appears more than once; the reference keeps the last value",
-                loc.key(value, i),
-                json_path=pointer(_METADATA, key),
-            )
+            metadata_duplicate(key, loc.key(value, i), out)
         if type(item) is not str:
-            out.add(
-                "metadata-invalid",
-                f"metadata value for {key!r} is a JSON {kind(item)}; metadata values must be strings",
-                loc.value(value, i),
-                json_path=pointer(_METADATA, key),
-            )
+            metadata_not_string(key, kind(item), loc.value(value, i), out)
             continue
         result[key] = item
     return result
 
 
-def _read_entry(name: str, value: Json, at: int | None, loc: Locator, out: Checker) -> Entry:
+def read_entry(name: str, value: Json, at: int | None, loc: Locator, out: Checker) -> Entry:
+    """Read one tensor entry from its parsed value."""
     entry = Entry(name, at)
     fields: dict[str, tuple[Json, int | None]] = {}
     if type(value) is tuple:
         for i, (field, item) in enumerate(value):
-            if field in _FIELDS:
+            if field in FIELDS:
                 if field in fields:
-                    out.add(
-                        "duplicate-field",
-                        f"field {field!r} appears more than once in tensor {name!r}",
-                        loc.key(value, i),
-                        tensor=name,
-                        json_path=pointer(name, field),
-                    )
+                    duplicate_field(name, field, loc.key(value, i), out)
                     entry.ok = False
                     continue
                 fields[field] = (item, loc.value(value, i))
             else:
-                # Reference: unknown fields are ignored.  Spec: the entry has
-                # exactly these three fields.
-                out.add(
-                    "tensor-field-unknown",
-                    f"tensor {name!r} has unknown field {field!r}",
-                    loc.key(value, i),
-                    tensor=name,
-                    json_path=pointer(name, field),
-                )
-        missing = [f for f in _FIELDS if f not in fields]
-        if missing:
-            out.add(
-                "tensor-field-missing",
-                f"tensor {name!r} lacks {', '.join(missing)}",
-                at,
-                tensor=name,
-                json_path=pointer(name),
-            )
-            entry.ok = False
-    elif type(value) is list:
+                unknown_field(name, field, loc.key(value, i), out)
+        return finish_entry(entry, fields, loc, out)
+    if type(value) is list:
         # Reference: serde reads a struct from a sequence of its fields in
         # order, and refuses a sequence of any other length.  The strict
         # finding comes first for any array; the corpus manifest lists both.
@@ -231,7 +258,7 @@ def _read_entry(name: str, value: Json, at: int | None, loc: Locator, out: Check
             tensor=name,
             json_path=pointer(name),
         )
-        if len(value) != len(_FIELDS):
+        if len(value) != len(FIELDS):
             out.add(
                 "tensor-entry-invalid",
                 f"tensor {name!r} is an array of {len(value)} items; an array entry needs exactly 3",
@@ -241,20 +268,44 @@ def _read_entry(name: str, value: Json, at: int | None, loc: Locator, out: Check
             )
             entry.ok = False
             return entry
-        for i, field in enumerate(_FIELDS):
+        for i, field in enumerate(FIELDS):
             fields[field] = (value[i], loc.item(value, i))
-    else:
-        out.add(
-            "tensor-entry-invalid",
-            f"tensor {name!r} is a JSON {kind(value)}; it must be an object",
-            at,
-            tensor=name,
-            json_path=pointer(name),
-        )
-        entry.ok = False
-        return entry
+        return finish_entry(entry, fields, loc, out, check_missing=False)
+    out.add(
+        "tensor-entry-invalid",
+        f"tensor {name!r} is a JSON {kind(value)}; it must be an object",
+        at,
+        tensor=name,
+        json_path=pointer(name),
+    )
+    entry.ok = False
+    return entry
+
+
+def finish_entry(
+    entry: Entry,
+    fields: dict[str, tuple[Json, int | None]],
+    loc: Locator,
+    out: Checker,
+    *,
+    check_missing: bool = True,
+) -> Entry:
+    """Read the known fields of an entry, in the reference's order."""
+    name = entry.name
+    at = entry.offset
+    if check_missing:
+        missing = [f for f in FIELDS if f not in fields]
+        if missing:
+            out.add(
+                "tensor-field-missing",
+                f"tensor {name!r} lacks {', '.join(missing)}",
+                at,
+                tensor=name,
+                json_path=pointer(name),
+            )
+            entry.ok = False
     if "dtype" in fields:
-        entry.dtype = _read_dtype(name, *fields["dtype"], out)
+        entry.dtype = read_dtype(name, *fields["dtype"], out)
     if "shape" in fields:
         entry.shape = _read_shape(name, *fields["shape"], loc, out)
     if "data_offsets" in fields:
@@ -264,7 +315,8 @@ def _read_entry(name: str, value: Json, at: int | None, loc: Locator, out: Check
     return entry
 
 
-def _read_dtype(name: str, value: Json, at: int | None, out: Checker) -> str | None:
+def read_dtype(name: str, value: Json, at: int | None, out: Checker) -> str | None:
+    """The dtype of an entry, or None with a finding."""
     if type(value) is str:
         if value in DTYPE_BITS:
             return value

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from validator._display import finding_line
 from validator._dtypes import DTYPE_BITS
+from validator._prefix import PREFIX_LEN
 from validator._rules import Profile, Rule, Severity
 
 if TYPE_CHECKING:
@@ -248,7 +249,7 @@ class Report(ReportBase[Finding]):
     @property
     def data_start(self) -> int | None:
         """Absolute offset where the data region begins (8 + header size)."""
-        return None if self.header_size is None else 8 + self.header_size
+        return None if self.header_size is None else PREFIX_LEN + self.header_size
 
     def to_json(self) -> dict[str, Any]:
         """The report as a JSON-ready dict (see ``spec/report.schema.json``)."""

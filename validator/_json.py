@@ -5,10 +5,12 @@
 # RFC 8259 is the grammar.  serde_json adds, and so do we:
 # - a nesting limit: the 128th nested array or object is refused, so 127
 #   levels are the most a header may use ("recursion limit exceeded");
-# - numbers: an integer with no fraction or exponent is a u64 when positive
-#   and an i64 when negative; minus zero, integers below -2^63 and integers
-#   above 2^64-1 become floats; a float whose magnitude overflows f64 is an
-#   error, which serde_json calls number out of range;
+# - numbers (see `number` below): an integer with no fraction or exponent is
+#   a u64 when positive and an i64 when negative; minus zero, integers below
+#   -2^63 and integers above 2^64-1 become floats; a float is computed the
+#   way serde_json 1.x computes it without `float_roundtrip` (a u64
+#   significand times or divided by a power of ten, not correctly rounded),
+#   and one that comes out infinite is an error, "number out of range";
 # - strings: control characters U+0000..U+001F must be escaped, only the
 #   eight short escapes and \uXXXX exist, and a \u escape of a surrogate must
 #   form a pair;
@@ -17,14 +19,19 @@
 #
 # The tree is plain Python: objects are tuples of (key, value) pairs in
 # document order (duplicates kept), arrays are lists, numbers are int or
-# float, strings are str, and true/false/null are True/False/None.  The same
-# shape comes from the fast path in _header.py, which runs the C `json`
-# module; this parser runs whenever the fast path cannot vouch for a header.
-# It is iterative, so no input can exhaust the Python stack, and it stops at
-# the first syntax error, as serde_json does.
+# float, strings are str, and true/false/null are True/False/None.  The
+# parser is iterative, so no input can exhaust the Python stack, and it
+# stops at the first syntax error, as serde_json does.
+#
+# `skip` validates a value exactly as `parse` would (same errors, same
+# offsets) without building it: runs of scalars, runs of opening and of
+# closing brackets are consumed by one C regex match each.  A regex only
+# ever consumes text that the token-by-token code would accept, so where it
+# stops the token code takes over and meets any error itself.
 from __future__ import annotations
 
 import re
+from array import array
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Final, TypeAlias
 
@@ -34,17 +41,73 @@ MAX_DEPTH: Final = 127
 
 Json: TypeAlias = "tuple[tuple[str, Json], ...] | list[Json] | str | int | float | bool | None"
 
-_WS: Final = re.compile(rb"[ \t\n\r]*")
-_PLAIN_STRING: Final = re.compile(rb'"([^"\\\x00-\x1f]*)"')
-# "Unrolled loop" form, normal* (escape normal*)*: every way to split a
-# string is unique, so a failed match backtracks in linear time.  (The
-# obvious (run+|escape)* form is exponential on an unterminated string.)
-_STRING: Final = re.compile(rb'"[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*"')
-_STRING_PREFIX: Final = re.compile(rb'"[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*')
+_W: Final = rb"[ \t\n\r]*+"
+_WS: Final = re.compile(_W)
+_PLAIN_STRING: Final = re.compile(rb'"([^"\\\x00-\x1f]*+)"')
+# "Unrolled loop" form, normal* (escape normal*)*, possessive: every way to
+# split a string is unique, so no input makes the match backtrack.
+_ESCAPE: Final = rb'\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})'
+_STRING: Final = re.compile(rb'"[^"\\\x00-\x1f]*+(?:' + _ESCAPE + rb'[^"\\\x00-\x1f]*+)*+"')
+_STRING_PREFIX: Final = re.compile(rb'"[^"\\\x00-\x1f]*+(?:' + _ESCAPE + rb'[^"\\\x00-\x1f]*+)*+')
 _STRING_PIECE: Final = re.compile(rb'[^"\\\x00-\x1f]+|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4}')
-_NUMBER: Final = re.compile(rb"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
+# A string whose \u escapes of surrogates all form pairs: what serde_json accepts.
+_PAIRED_ESCAPE: Final = (
+    rb'\\(?:["\\/bfnrt]|u(?:[0-9a-cefA-CEF][0-9a-fA-F]{3}|[dD][0-7][0-9a-fA-F]{2}'
+    rb"|[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}))"
+)
+# Bounded (at most 4096 plain bytes between escapes, 512 escapes), so that a
+# run regex gives up on a huge string after a bounded scan; the
+# token-by-token code then reads that string with the C scanner.
+GOOD_STRING: Final = rb'"[^"\\\x00-\x1f]{0,4096}+(?:' + _PAIRED_ESCAPE + rb'[^"\\\x00-\x1f]{0,4096}+){0,512}+"'
+_NUMBER: Final = re.compile(rb"-?(?:0|[1-9][0-9]*+)(\.[0-9]++)?([eE][+-]?[0-9]++)?")
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _NAMED: Final = (b"NaN", b"Infinity", b"-Infinity", b"+Infinity", b"nan", b"inf", b"-inf")
+
+# A number serde_json can never refuse: at most 200 integer digits and an
+# exponent below +100 keep it below 10^300; a negative exponent only shrinks
+# it.  Longer ones are checked one by one by `number`.
+_SAFE_NUMBER: Final = rb"-?(?:0|[1-9][0-9]{0,199}+)(?:\.[0-9]++)?(?:[eE](?:-[0-9]++|\+?[0-9]{1,2}+))?"
+_SCALAR: Final = rb"(?:" + _SAFE_NUMBER + rb"|" + GOOD_STRING + rb"|true|false|null)"
+_EMPTY: Final = rb"|\[" + _W + rb"\]|\{" + _W + rb"\}"
+# Runs of complete items, each followed by a comma: what follows '[' or ','
+# in an array, or '{' or ',' in an object.  The variants with empty
+# containers are used only where one more level is still allowed.
+_ARRAY_RUN: Final = re.compile(rb"(?:" + _W + _SCALAR + _W + rb",)*+")
+_ARRAY_RUN_E: Final = re.compile(rb"(?:" + _W + rb"(?:" + _SCALAR + _EMPTY + rb")" + _W + rb",)*+")
+_OBJECT_RUN: Final = re.compile(rb"(?:" + _W + GOOD_STRING + _W + rb":" + _W + _SCALAR + _W + rb",)*+")
+_OBJECT_RUN_E: Final = re.compile(
+    rb"(?:" + _W + GOOD_STRING + _W + rb":" + _W + rb"(?:" + _SCALAR + _EMPTY + rb")" + _W + rb",)*+"
+)
+# The same runs in the two spellings writers use (no whitespace, or one
+# space after each comma), with short integers and plain short strings
+# only: several times faster per item, so they are tried first.
+_SHORT_INT: Final = rb"-?+(?:0|[1-9][0-9]{0,18}+)"
+_PLAIN: Final = rb'"[^"\\\x00-\x1f]{0,256}+"'
+_COMPACT: Final = rb"(?:" + _SHORT_INT + rb"|" + _PLAIN + rb"|true|false|null"
+_ARRAY_FAST: Final = re.compile(rb"(?:" + _COMPACT + rb"), ?)*+")
+_ARRAY_FAST_E: Final = re.compile(rb"(?:" + _COMPACT + rb"|\[\]|\{\}), ?)*+")
+_OBJECT_FAST: Final = re.compile(rb"(?:" + _PLAIN + rb": ?" + _COMPACT + rb"), ?)*+")
+_OBJECT_FAST_E: Final = re.compile(rb"(?:" + _PLAIN + rb": ?" + _COMPACT + rb"|\[\]|\{\}), ?)*+")
+_FAST_OF: Final = {
+    id(_ARRAY_RUN): _ARRAY_FAST,
+    id(_ARRAY_RUN_E): _ARRAY_FAST_E,
+    id(_OBJECT_RUN): _OBJECT_FAST,
+    id(_OBJECT_RUN_E): _OBJECT_FAST_E,
+}
+# At most MAX_DEPTH + 1 per match: a chain past the limit is refused at its
+# 128th bracket without scanning the rest of it.
+_OPENS: Final = re.compile(rb"\[(?:" + _W + rb"\[){0,%d}+" % MAX_DEPTH)
+# Nested objects, each opened with a plain key whose bytes hold no '{':
+# then every '{' in the match opens one level.
+_OBJECT_OPENS: Final = re.compile(
+    rb"(?:\{" + _W + rb'"[^"\\\x00-\x1f{]{0,256}+"' + _W + rb":" + _W + rb"){1,%d}+" % (MAX_DEPTH + 1)
+)
+_CLOSES: Final = re.compile(rb"[\]}](?:" + _W + rb"[\]}])*+")
+_CLOSE_OF: Final = bytes.maketrans(b"]}", b"[{")
+
+_POW10: Final = tuple(float(f"1e{i}") for i in range(309))
+_I32_MAX: Final = (1 << 31) - 1
+_I32_MIN: Final = -(1 << 31)
 
 
 class JsonError(Exception):
@@ -70,7 +133,7 @@ class Parsed:
         self,
         root: Json,
         root_offset: int,
-        positions: dict[int, list[int]],
+        positions: dict[int, array[int]],
         start: int,
         end: int,
     ) -> None:
@@ -81,7 +144,8 @@ class Parsed:
         self.end = end
 
 
-def _describe(buf: bytes, pos: int) -> str:
+def describe(buf: bytes, pos: int) -> str:
+    """How an error message names the byte at ``pos``."""
     if pos >= len(buf):
         return "end of header"
     return f"byte {buf[pos : pos + 1]!r}"
@@ -100,12 +164,88 @@ def _string_error(buf: bytes, pos: int, base: int) -> JsonError:
     return JsonError("json-string", base + i, f"invalid escape {buf[i : i + 6]!r} in a string")
 
 
-def _decode_string(buf: bytes, pos: int, base: int) -> tuple[str, int]:
+def string_end(buf: bytes, pos: int, base: int) -> int:
+    """The end of the valid string at ``pos``; JsonError as decode_string raises it."""
+    m = _PLAIN_STRING.match(buf, pos)
+    if m is not None:
+        return m.end()
+    return decode_string(buf, pos, base)[1]
+
+
+def _closing_quote(buf: bytes, pos: int) -> int:
+    """The offset after the quote that closes the string at ``pos``, or -1."""
+    i = pos + 1
+    while True:
+        j = buf.find(b'"', i)
+        if j < 0:
+            return -1
+        k = j
+        while buf[k - 1] == 0x5C:  # a backslash; buf[pos] is the opening quote, so this stops
+            k -= 1
+        if (j - k) % 2 == 0:
+            return j + 1
+        i = j + 1
+
+
+_PIECE: Final = 1 << 20
+# What serde_json refuses inside a string besides a lone surrogate: a raw
+# control character, or a backslash that does not start a valid escape.
+# Checked here, not left to the scanner: json's pure-Python scanstring (used
+# where the C accelerator is missing; the fuzz engine hit it) reads \uXXXX
+# with int(x, 16), which takes " 12 ", "+123" and "1_23".
+_REFUSED_IN_STRING: Final = re.compile(rb'[\x00-\x1f]|\\(?!["\\/bfnrt]|u[0-9a-fA-F]{4})')
+# A cut before this backslash cannot split an escape or a surrogate pair.
+_CUT_AT: Final = re.compile(rb"\\(?!u[dD][c-fC-F])")
+
+
+def _scan_pieces(buf: bytes, start: int, end: int) -> str | None:
+    """The string body buf[start:end] decoded by the C scanner, or None if it refuses.
+
+    A long body goes in pieces of about a megabyte, cut before an escape, so
+    that no decoded copy of the whole body is held beside the result.
+    """
+    if _REFUSED_IN_STRING.search(buf, start, end) is not None:
+        return None
+    view = memoryview(buf)
+    pieces = []
+    while start < end:
+        cut = end
+        if end - start > _PIECE:
+            at = start + _PIECE
+            while (m := _CUT_AT.search(buf, at, end)) is not None:
+                # A bad cut only costs time: the caller falls back to the regexes.
+                before = buf[max(start, m.start() - 64) : m.start()]
+                if (len(before) - len(before.rstrip(b"\\"))) % 2 == 0:  # this backslash starts an escape
+                    break
+                at = m.start() + 1
+            cut = end if m is None else m.start()
+        text = '"' + str(view[start:cut], "utf-8") + '"'
+        try:
+            value, stop = scanstring(text, 1, True)  # noqa: FBT003 - a C function, positional only
+        except ValueError:
+            return None
+        if stop != len(text):
+            return None
+        pieces.append(value)
+        start = cut
+    return "".join(pieces)
+
+
+def decode_string(buf: bytes, pos: int, base: int) -> tuple[str, int]:
+    """The string at ``pos`` and its end; JsonError as serde_json refuses it."""
     m = _PLAIN_STRING.match(buf, pos)
     if m is not None:
         return m.group(1).decode("utf-8"), m.end()
+    # Fast: the C scanner on the string alone (it refuses what serde_json
+    # refuses, except lone surrogates, checked below).  On any refusal the
+    # regexes below find the exact place and reason.
+    end = _closing_quote(buf, pos)
+    if end > 0:
+        value = _scan_pieces(buf, pos + 1, end - 1)
+        if value is not None and _SURROGATE.search(value) is None:
+            return value, end
     # Without a closing quote the regexes below would fail only after
-    # scanning (and backtracking over) the rest of the header.
+    # scanning the rest of the header.
     m = _STRING.match(buf, pos) if buf.find(b'"', pos + 1) >= 0 else None
     if m is None:
         raise _string_error(buf, pos, base)
@@ -142,102 +282,268 @@ def _lone_surrogate(buf: bytes, pos: int, end: int) -> int:
     return pending if pending >= 0 else pos
 
 
+def _accumulate(significand: int, digits: bytes) -> tuple[int, int]:
+    """Append digits to a u64 significand until the next would overflow.
+
+    serde_json: `if overflow!(significand * 10 + digit, u64::MAX)` stops the
+    loop.  Returns the significand and how many digits it took.
+    """
+    taken = 0
+    if significand == 0:  # zeros leave it 0: take them in one step
+        rest = digits.lstrip(b"0")
+        taken = len(digits) - len(rest)
+        digits = rest
+    for c in digits:
+        grown = significand * 10 + (c - 0x30)
+        if grown > U64_MAX:
+            break
+        significand = grown
+        taken += 1
+    return significand, taken
+
+
+def _from_parts(significand: int, exponent: int) -> float | None:
+    """serde_json's f64_from_parts (no float_roundtrip); None when out of range."""
+    f = float(significand)  # u64 as f64: round to nearest, ties to even
+    while True:
+        if abs(exponent) < len(_POW10):
+            if exponent >= 0:
+                f *= _POW10[exponent]
+                if f == float("inf"):
+                    return None
+            else:
+                f /= _POW10[-exponent]
+            return f
+        if f == 0.0:
+            return f
+        if exponent >= 0:
+            return None
+        f /= 1e308
+        exponent += 308
+
+
+def number(text: bytes) -> int | float | None:
+    """The value serde_json gives a number token; None for "out of range".
+
+    ``text`` is a complete token matched by the JSON number grammar.
+    """
+    negative = text[:1] == b"-"
+    body = text[1:] if negative else text
+    exp_at = max(body.find(b"e"), body.find(b"E"))
+    mantissa, exp_text = (body[:exp_at], body[exp_at + 1 :]) if exp_at >= 0 else (body, b"")
+    dot = mantissa.find(b".")
+    whole, fraction = (mantissa[:dot], mantissa[dot + 1 :]) if dot >= 0 else (mantissa, b"")
+    significand, taken = _accumulate(0, whole)
+    exponent = len(whole) - taken  # parse_long_integer: each dropped digit is a power of ten
+    if dot < 0 and exp_at < 0 and exponent == 0:
+        if not negative:
+            return significand
+        # `(significand as i64).wrapping_neg()`: -0 and anything below
+        # -2^63 become floats.
+        return -significand if 0 < significand <= 1 << 63 else -float(significand)
+    if dot >= 0:
+        significand, taken = _accumulate(significand, fraction)
+        exponent -= taken  # digits after an overflow are dropped
+    if exp_at >= 0:
+        positive_exp = exp_text[:1] != b"-"
+        digits = exp_text.lstrip(b"+-").lstrip(b"0")
+        if len(digits) > 10 or int(digits or b"0") > _I32_MAX:
+            # parse_exponent_overflow: an error instead of infinity.
+            if significand != 0 and positive_exp:
+                return None
+            return -0.0 if negative else 0.0
+        value = int(digits or b"0")
+        exponent = exponent + value if positive_exp else exponent - value
+        exponent = min(max(exponent, _I32_MIN), _I32_MAX)  # saturating
+    f = _from_parts(significand, exponent)
+    if f is None:
+        return None
+    return -f if negative else f
+
+
 def _number(buf: bytes, pos: int, base: int) -> tuple[int | float, int]:
     m = _NUMBER.match(buf, pos)
     if m is None:
         for word in _NAMED:
             if buf.startswith(word, pos):
                 raise JsonError("json-number", base + pos, f"{word.decode()} is not a JSON number")
-        raise JsonError("json-number", base + pos, f"invalid number at {_describe(buf, pos)}")
+        raise JsonError("json-number", base + pos, f"invalid number at {describe(buf, pos)}")
     end = m.end()
     if end < len(buf) and buf[end] in b"0123456789.eE":
         raise JsonError("json-number", base + pos, f"invalid number {buf[pos : end + 1]!r}")
     text = m.group()
-    if m.group(1) is None and m.group(2) is None:
-        negative = text[0] == 0x2D
-        digits = len(text) - negative
-        if digits <= 20:
-            value = int(text)
-            if value == 0 and negative:
-                return -0.0, end  # serde_json reads `-0` as the float -0.0
-            if I64_MIN <= value <= U64_MAX:
-                return value, end
-    value_f = float(text)
-    if value_f in (float("inf"), float("-inf")):
+    value = number(text)
+    if value is None:
         raise JsonError("json-number", base + pos, f"number {text[:40].decode()} is out of range for f64")
-    return value_f, end
+    return value, end
 
 
-def parse(buf: bytes, base: int) -> Parsed:
-    """Parse the JSON text ``buf`` whose first byte sits at offset ``base``.
+def _scalar_end(buf: bytes, pos: int, base: int) -> int:
+    """Check the scalar at ``pos`` as _parse_scalar does; return its end."""
+    c = buf[pos]
+    if c == 0x22:
+        return string_end(buf, pos, base)
+    if c == 0x2D or 0x30 <= c <= 0x39:
+        return _number(buf, pos, base)[1]
+    return _parse_scalar(buf, pos, base)[1]
 
-    Raises JsonError at the first fatal problem.  Trailing bytes after the
-    value are not an error here: ``Parsed.end`` says where the value ended.
+
+def _parse_scalar(buf: bytes, pos: int, base: int) -> tuple[Json, int]:
+    c = buf[pos]
+    if c == 0x22:
+        return decode_string(buf, pos, base)
+    if c == 0x2D or 0x30 <= c <= 0x39:
+        return _number(buf, pos, base)
+    if buf.startswith(b"true", pos):
+        return True, pos + 4
+    if buf.startswith(b"false", pos):
+        return False, pos + 5
+    if buf.startswith(b"null", pos):
+        return None, pos + 4
+    if any(buf.startswith(word, pos) for word in _NAMED):
+        raise JsonError("json-number", base + pos, "NaN and Infinity are not JSON numbers")
+    raise JsonError("json-syntax", base + pos, f"expected a value, found {describe(buf, pos)}")
+
+
+def _run(runner: re.Pattern[bytes], buf: bytes, pos: int) -> int:
+    """Where a run of complete items starting at ``pos`` ends: the compact form first."""
+    pos = _FAST_OF[id(runner)].match(buf, pos).end()  # type: ignore[union-attr]
+    return runner.match(buf, pos).end()  # type: ignore[union-attr]
+
+
+def _depth_error(base: int, pos: int) -> JsonError:
+    return JsonError("json-depth", base + pos, f"nesting deeper than {MAX_DEPTH} levels")
+
+
+def _end_error(base: int, pos: int) -> JsonError:
+    return JsonError("json-syntax", base + pos, "unexpected end of header inside a container")
+
+
+def _separator_error(buf: bytes, base: int, pos: int, *, is_object: bool) -> JsonError:
+    want = "',' or '}'" if is_object else "',' or ']'"
+    return JsonError("json-syntax", base + pos, f"expected {want}, found {describe(buf, pos)}")
+
+
+def key_end(buf: bytes, pos: int, base: int) -> int:
+    """Check the key and ':' at ``pos`` without decoding; return the position after ':'."""
+    if pos >= len(buf):
+        raise JsonError("json-syntax", base + pos, "unexpected end of header where a key was expected")
+    if buf[pos] != 0x22:
+        raise JsonError("json-syntax", base + pos, f"expected a string key, found {describe(buf, pos)}")
+    after = _WS.match(buf, string_end(buf, pos, base)).end()  # type: ignore[union-attr]
+    if after >= len(buf) or buf[after] != 0x3A:
+        raise JsonError("json-syntax", base + after, f"expected ':' after a key, found {describe(buf, after)}")
+    return after + 1
+
+
+def read_key(buf: bytes, pos: int, base: int) -> tuple[str, int]:
+    """The key at ``pos`` and the position after its ':'."""
+    if pos >= len(buf):
+        raise JsonError("json-syntax", base + pos, "unexpected end of header where a key was expected")
+    if buf[pos] != 0x22:
+        raise JsonError("json-syntax", base + pos, f"expected a string key, found {describe(buf, pos)}")
+    key, after = decode_string(buf, pos, base)
+    after = _WS.match(buf, after).end()  # type: ignore[union-attr]
+    if after >= len(buf) or buf[after] != 0x3A:
+        raise JsonError("json-syntax", base + after, f"expected ':' after a key, found {describe(buf, after)}")
+    return key, after + 1
+
+
+def skip(buf: bytes, pos: int, base: int, depth: int = 0) -> int:
+    """Validate the value at ``pos`` (inside ``depth`` open containers); return its end.
+
+    Raises the JsonError that `parse` would raise for the same bytes.
     """
-    n = len(buf)
     ws = _WS.match
-    positions: dict[int, list[int]] = {}
-    pos = ws(buf, 0).end()  # type: ignore[union-attr]
-    start = pos
-    stack: list[_Frame] = []
-    value: Json
+    n = len(buf)
+    stack = bytearray()  # b"[" or b"{" per open container
+    pos = ws(buf, pos).end()  # type: ignore[union-attr]
     while True:
         # Read one value at pos.
-        pos = ws(buf, pos).end()  # type: ignore[union-attr]
         if pos >= n:
             raise JsonError("json-syntax", base + pos, "unexpected end of header where a value was expected")
-        value_pos = pos
         c = buf[pos]
-        if c in {0x7B, 0x5B}:  # { or [
-            if len(stack) >= MAX_DEPTH:
-                raise JsonError("json-depth", base + pos, f"nesting deeper than {MAX_DEPTH} levels")
-            frame = _Frame(c == 0x7B, pos)
-            stack.append(frame)
-            pos = ws(buf, pos + 1).end()  # type: ignore[union-attr]
-            if pos < n and buf[pos] == (0x7D if frame.is_object else 0x5D):
+        if c == 0x5B:  # [: a run of them at once
+            m = _OPENS.match(buf, pos)
+            run = m.group()  # type: ignore[union-attr]
+            count = run.count(b"[")
+            room = MAX_DEPTH - depth - len(stack)
+            if count > room:
+                at = pos
+                for _ in range(room):
+                    at = ws(buf, at + 1).end()  # type: ignore[union-attr]
+                raise _depth_error(base, at)
+            stack += b"[" * count
+            pos = ws(buf, m.end()).end()  # type: ignore[union-attr]
+            if pos < n and buf[pos] == 0x5D:
                 pos += 1
                 stack.pop()
-                value = frame.finish(positions)
             else:
-                if frame.is_object:
-                    pos = _read_key(buf, pos, base, frame)
+                runner = _ARRAY_RUN_E if room > count else _ARRAY_RUN
+                pos = ws(buf, _run(runner, buf, pos)).end()  # type: ignore[union-attr]
                 continue
-        elif c == 0x22:
-            value, pos = _decode_string(buf, pos, base)
-        elif c == 0x2D or 0x30 <= c <= 0x39:
-            value, pos = _number(buf, pos, base)
-        elif buf.startswith(b"true", pos):
-            value, pos = True, pos + 4
-        elif buf.startswith(b"false", pos):
-            value, pos = False, pos + 5
-        elif buf.startswith(b"null", pos):
-            value, pos = None, pos + 4
-        elif any(buf.startswith(word, pos) for word in _NAMED):
-            raise JsonError("json-number", base + pos, "NaN and Infinity are not JSON numbers")
+        elif c == 0x7B:
+            m = _OBJECT_OPENS.match(buf, pos)
+            if m is not None:
+                count = m.group().count(b"{")
+                room = MAX_DEPTH - depth - len(stack)
+                if count > room:
+                    at = pos
+                    for _ in range(room):
+                        at = buf.find(b"{", at + 1)
+                    raise _depth_error(base, at)
+                stack += b"{" * count
+                pos = m.end()
+                continue
+            if depth + len(stack) >= MAX_DEPTH:
+                raise _depth_error(base, pos)
+            stack += b"{"
+            pos = ws(buf, pos + 1).end()  # type: ignore[union-attr]
+            if pos < n and buf[pos] == 0x7D:
+                pos += 1
+                stack.pop()
+            else:
+                runner = _OBJECT_RUN_E if depth + len(stack) < MAX_DEPTH else _OBJECT_RUN
+                pos = ws(buf, _run(runner, buf, pos)).end()  # type: ignore[union-attr]
+                pos = ws(buf, key_end(buf, pos, base)).end()  # type: ignore[union-attr]
+                continue
         else:
-            raise JsonError("json-syntax", base + pos, f"expected a value, found {_describe(buf, pos)}")
-        # Attach the complete value to its parent, closing containers as we go.
+            pos = _scalar_end(buf, pos, base)
+        # After a complete value: separators and closing brackets.
         while stack:
-            frame = stack[-1]
-            frame.add(value, base + value_pos)
             pos = ws(buf, pos).end()  # type: ignore[union-attr]
             if pos >= n:
-                raise JsonError("json-syntax", base + pos, "unexpected end of header inside a container")
+                raise _end_error(base, pos)
             c = buf[pos]
-            if c == 0x2C:  # ,
+            if c == 0x2C:
                 pos += 1
-                if frame.is_object:
-                    pos = _read_key(buf, ws(buf, pos).end(), base, frame)  # type: ignore[union-attr]
+                is_object = stack[-1] == 0x7B
+                room = depth + len(stack) < MAX_DEPTH
+                if is_object:
+                    runner = _OBJECT_RUN_E if room else _OBJECT_RUN
+                    pos = ws(buf, _run(runner, buf, pos)).end()  # type: ignore[union-attr]
+                    pos = ws(buf, key_end(buf, pos, base)).end()  # type: ignore[union-attr]
+                else:
+                    runner = _ARRAY_RUN_E if room else _ARRAY_RUN
+                    pos = ws(buf, _run(runner, buf, pos)).end()  # type: ignore[union-attr]
                 break
-            if c != (0x7D if frame.is_object else 0x5D):
-                want = "',' or '}'" if frame.is_object else "',' or ']'"
-                raise JsonError("json-syntax", base + pos, f"expected {want}, found {_describe(buf, pos)}")
+            if c not in {0x5D, 0x7D}:
+                raise _separator_error(buf, base, pos, is_object=stack[-1] == 0x7B)
+            m = _CLOSES.match(buf, pos)
+            closers = m.group().translate(None, b" \t\n\r").translate(_CLOSE_OF)  # type: ignore[union-attr]
+            k = len(closers)
+            if k <= len(stack) and stack[len(stack) - k :] == closers[::-1]:
+                del stack[len(stack) - k :]
+                pos = m.end()  # type: ignore[union-attr]
+                continue
+            # A mismatch (or more closers than containers) inside the run:
+            # close one at a time, so the error lands where parse puts it.
+            if (c == 0x7D) != (stack[-1] == 0x7B):
+                raise _separator_error(buf, base, pos, is_object=stack[-1] == 0x7B)
             pos += 1
             stack.pop()
-            value_pos = frame.open_at
-            value = frame.finish(positions)
         else:
-            return Parsed(value, base + value_pos, positions, start, pos)
+            return pos
 
 
 class _Frame:
@@ -247,7 +553,7 @@ class _Frame:
         self.is_object = is_object
         self.open_at = open_at
         self.items: list[Json] = []
-        self.offsets: list[int] = []
+        self.offsets: array[int] = array("q")
         self.key = ""
         self.key_at = 0
 
@@ -259,20 +565,80 @@ class _Frame:
             self.items.append(value)
         self.offsets.append(at)
 
-    def finish(self, positions: dict[int, list[int]]) -> Json:
+    def finish(self, positions: dict[int, array[int]]) -> Json:
         done: Json = tuple(self.items) if self.is_object else self.items  # type: ignore[arg-type]
         positions[id(done)] = self.offsets
         return done
 
 
-def _read_key(buf: bytes, pos: int, base: int, frame: _Frame) -> int:
-    if pos >= len(buf):
-        raise JsonError("json-syntax", base + pos, "unexpected end of header where a key was expected")
-    if buf[pos] != 0x22:
-        raise JsonError("json-syntax", base + pos, f"expected a string key, found {_describe(buf, pos)}")
-    frame.key, after = _decode_string(buf, pos, base)
-    frame.key_at = base + pos
-    after = _WS.match(buf, after).end()  # type: ignore[union-attr]
-    if after >= len(buf) or buf[after] != 0x3A:
-        raise JsonError("json-syntax", base + after, f"expected ':' after a key, found {_describe(buf, after)}")
-    return after + 1
+def parse(
+    buf: bytes,
+    base: int,
+    pos: int = 0,
+    *,
+    depth: int = 0,
+    keep: frozenset[str] | None = None,
+) -> Parsed:
+    """Parse the JSON value at ``buf[pos:]`` whose first byte sits at offset ``base``.
+
+    ``depth`` counts the containers around it.  With ``keep``, members of
+    the outermost object whose key is not in ``keep`` are validated but not
+    built: their value is None.  Raises JsonError at the first fatal
+    problem.  Trailing bytes after the value are not an error here:
+    ``Parsed.end`` says where the value ended.
+    """
+    n = len(buf)
+    ws = _WS.match
+    positions: dict[int, array[int]] = {}
+    pos = ws(buf, pos).end()  # type: ignore[union-attr]
+    start = pos
+    stack: list[_Frame] = []
+    value: Json
+    while True:
+        # Read one value at pos.
+        pos = ws(buf, pos).end()  # type: ignore[union-attr]
+        if pos >= n:
+            raise JsonError("json-syntax", base + pos, "unexpected end of header where a value was expected")
+        value_pos = pos
+        c = buf[pos]
+        if keep is not None and len(stack) == 1 and stack[0].is_object and stack[0].key not in keep:
+            value, pos = None, skip(buf, pos, base, depth + 1)
+        elif c in {0x7B, 0x5B}:  # { or [
+            if depth + len(stack) >= MAX_DEPTH:
+                raise _depth_error(base, pos)
+            frame = _Frame(c == 0x7B, pos)
+            stack.append(frame)
+            pos = ws(buf, pos + 1).end()  # type: ignore[union-attr]
+            if pos < n and buf[pos] == (0x7D if frame.is_object else 0x5D):
+                pos += 1
+                stack.pop()
+                value = frame.finish(positions)
+            else:
+                if frame.is_object:
+                    frame.key_at = base + pos
+                    frame.key, pos = read_key(buf, pos, base)
+                continue
+        else:
+            value, pos = _parse_scalar(buf, pos, base)
+        # Attach the complete value to its parent, closing containers as we go.
+        while stack:
+            frame = stack[-1]
+            frame.add(value, base + value_pos)
+            pos = ws(buf, pos).end()  # type: ignore[union-attr]
+            if pos >= n:
+                raise _end_error(base, pos)
+            c = buf[pos]
+            if c == 0x2C:  # ,
+                pos = ws(buf, pos + 1).end()  # type: ignore[union-attr]
+                if frame.is_object:
+                    frame.key_at = base + pos
+                    frame.key, pos = read_key(buf, pos, base)
+                break
+            if c != (0x7D if frame.is_object else 0x5D):
+                raise _separator_error(buf, base, pos, is_object=frame.is_object)
+            pos += 1
+            stack.pop()
+            value_pos = frame.open_at
+            value = frame.finish(positions)
+        else:
+            return Parsed(value, base + value_pos, positions, start, pos)

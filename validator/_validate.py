@@ -5,26 +5,25 @@
 # never reads tensor data; the file size comes from fstat.
 from __future__ import annotations
 
+import gc
 import io
 import os
 import stat
 from typing import IO, TYPE_CHECKING, Union
 
-from validator._canonical import UNCLEAN, Clean, clean_json_table, clean_table
 from validator._check import MAX_PER_RULE, Checker
+from validator._entries import read_dtype
 from validator._errors import InvalidFileError, SourceError
-from validator._findings import Report, TensorInfo, TensorTable
-from validator._header import check_header
+from validator._findings import Report, TensorTable
+from validator._header import check_header, parse_kind
 from validator._layout import check_layout
 from validator._prefix import PREFIX_LEN, check_prefix
 from validator._rules import BY_SLUG, Profile
 from validator._source import RegularFile, os_error, read_exact
+from validator._tiers import Tier, fast_table
 
 if TYPE_CHECKING:
     from collections.abc import Callable
-
-# The canonical fast path (_canonical.py); tests switch it off to compare.
-USE_CANONICAL = True
 
 Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, IO[bytes]]
 
@@ -45,66 +44,89 @@ def check_buffer(
     file_size: int,
     profile: Profile,
     path: str | None = None,
+    *,
+    tiers: Tier = Tier.ALL,
+    answered: list[Tier] | None = None,
 ) -> Report:
-    """Validate from the first 8 bytes, a header reader and the file size."""
+    """Validate from the first 8 bytes, a header reader and the file size.
+
+    ``tiers`` names the tiers that may answer (validator._tiers; without
+    Tier.SCAN the tree path is the exact path); ``answered``, when given,
+    receives the tier that did: Tier.CANONICAL, Tier.SCAN or Tier.NONE.
+    """
+    # A header of many tensors allocates many small, acyclic containers;
+    # the cyclic collector would only rescan them, so it pauses meanwhile.
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _check(prefix, read_header, file_size, profile, path=path, tiers=tiers, answered=answered)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _check(
+    prefix: bytes,
+    read_header: Callable[[int], bytes],
+    file_size: int,
+    profile: Profile,
+    *,
+    path: str | None,
+    tiers: Tier,
+    answered: list[Tier] | None,
+) -> Report:
     out = Checker(limit=MAX_PER_RULE)
     n = check_prefix(prefix, file_size, out, read_header)
     table = None
     if n is not None:
         header = read_header(n)
-        text = _text(header) if USE_CANONICAL else None
-        if text is not None:
-            # Hold the header once, as text, while the clean paths run: a
-            # 100 MB header then costs two copies at most, not three.
+        clean = fast_table(header, n, file_size, tiers)
+        if clean is not None:
             del header
-            clean = _clean(text, n, file_size)
-            if clean is not None:
-                return Report(
-                    profile=profile,
-                    findings=(),
-                    file_size=file_size,
-                    header_size=n,
-                    tensors=TensorTable(clean.index, clean.kinds, clean.begins, clean.ends, clean.parse),
-                    metadata=clean.metadata,
-                    path=path,
-                )
-            header = text.encode("utf-8")  # exact: the text came from valid UTF-8
-            del text
-        table = check_header(header, out)
+            if answered is not None:
+                answered.append(Tier.CANONICAL)
+            for name, dtype, at in clean.unknown:
+                read_dtype(name, dtype, PREFIX_LEN + at, out)
+            if not clean.checked:
+                check_layout(clean.layout(), n, file_size, out)
+            return _report(
+                out, profile, file_size=file_size, n=n, path=path, tensors=clean.tensors(), metadata=clean.metadata
+            )
+        scan = bool(tiers & Tier.SCAN)
+        if answered is not None:
+            answered.append(Tier.SCAN if scan else Tier.NONE)
+        table = check_header(header, out, scan=scan)
+        del header
         if table is not None:
-            check_layout(table.entries, n, file_size, out)
-    findings = tuple(f for f in out.findings if f.rule.applies_to(profile))
+            check_layout(table.layout(), n, file_size, out)
     tensors = None
+    metadata = None
     if table is not None:
-        tensors = {
-            e.name: TensorInfo(e.dtype, e.shape, e.offsets)  # type: ignore[arg-type]
-            for e in table.entries.values()
-            if e.ok
-        }
+        tensors = TensorTable(table.good(), table.kinds, table.begins, table.ends, parse_kind)  # type: ignore[arg-type]
+        metadata = table.metadata
+    return _report(out, profile, file_size=file_size, n=n, path=path, tensors=tensors, metadata=metadata)
+
+
+def _report(
+    out: Checker,
+    profile: Profile,
+    *,
+    file_size: int,
+    n: int | None,
+    path: str | None,
+    tensors: TensorTable | None,
+    metadata: dict[str, str] | None,
+) -> Report:
     return Report(
         profile=profile,
-        findings=findings,
+        findings=tuple(f for f in out.findings if f.rule.applies_to(profile)),
         file_size=file_size,
         header_size=n,
         tensors=tensors,
-        metadata=None if table is None else table.metadata,
+        metadata=metadata,
         path=path,
-        suppressed=sum(n for slug, n in out.dropped.items() if BY_SLUG[slug].applies_to(profile)),
+        suppressed=sum(count for slug, count in out.dropped.items() if BY_SLUG[slug].applies_to(profile)),
     )
-
-
-def _text(header: bytes) -> str | None:
-    try:
-        return header.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-
-
-def _clean(text: str, n: int, file_size: int) -> Clean | None:
-    clean = clean_table(text, n, file_size)
-    if clean is UNCLEAN:
-        return None
-    return clean or clean_json_table(text, n, file_size)
 
 
 def _from_buffer(buf: bytes | bytearray | memoryview, profile: Profile, path: str | None) -> Report:

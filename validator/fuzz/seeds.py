@@ -150,6 +150,16 @@ def dictionary_tokens() -> list[bytes]:
         b"18446744073709551616",
         b"100000000",
         b"100000001",
+        # The float edge: serde_json's non-roundtrip parser rounds some of
+        # these to infinity ("number out of range"); f64::MAX itself is finite.
+        b"1.7976931348623157e308",
+        b"1.7976931348623158e308",
+        b"17976931348623157" + b"0" * 292,
+        b"4.9e-324",
+        b"2.4703282292062327e-324",
+        b"1e-400",
+        b"e308",
+        b"e-324",
         b"\\u0000",
         b"\\ud800",
         b"\\ud83d\\ude00",

@@ -258,7 +258,9 @@ def _header(items: list[_Item], metadata: Mapping[str, str] | None) -> bytes:
     for item in items:
         shape = ",".join(map(str, item.shape))
         end = offset + item.nbytes
-        parts.append(f'{_escape(item.name)}:{{"dtype":"{item.dtype}","shape":[{shape}],"data_offsets":[{offset},{end}]}}')
+        parts.append(
+            f'{_escape(item.name)}:{{"dtype":"{item.dtype}","shape":[{shape}],"data_offsets":[{offset},{end}]}}'
+        )
         offset = end
     text = ("{" + ",".join(parts) + "}").encode("utf-8")
     return text + b" " * (-len(text) % 8)

@@ -1,0 +1,226 @@
+# Strategy: the tiers of validator._tiers against the tree path, the oracle
+# (the whole header through the token-by-token parser, read_table over the
+# tree).  For every input the canonical tier, the one-pass reader (SCAN)
+# and both together must give the Report the tree path gives, under both
+# profiles; the tier that answered is recorded, and each tier must answer
+# for some inputs.  Inputs: small versions of the hostile shapes of
+# tests/benchmarks/bench_hostile.py, mutated at random; generated and
+# corpus files; and every code point the suspicious-name rule flags.
+from __future__ import annotations
+
+import random
+import re
+import struct
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+import validator
+from validator import _entries, _header, _tiers
+from validator._rules import Profile
+from validator._tiers import Tier
+from validator._validate import check_buffer
+
+CORPUS = Path(__file__).resolve().parents[1] / "corpus"
+ENTRY = '"{}":{{"dtype":"F32","shape":[1],"data_offsets":[{},{}]}}'
+
+
+def _file(header: str | bytes, data: bytes = b"") -> bytes:
+    raw = header.encode() if isinstance(header, str) else header
+    raw += b" " * (-len(raw) % 8)
+    return struct.pack("<Q", len(raw)) + raw + data
+
+
+def _entries_text(count: int, name: str = "t{}") -> str:
+    return ",".join(ENTRY.format(name.format(i), 4 * i, 4 * i + 4) for i in range(count))
+
+
+def _run(blob: bytes, profile: str, tiers: Tier) -> tuple[Tier | None, tuple[object, ...]]:
+    answered: list[Tier] = []
+    r = check_buffer(blob[:8], lambda n: blob[8 : 8 + n], len(blob), Profile(profile), tiers=tiers, answered=answered)
+    tensors = None if r.tensors is None else dict(r.tensors.items())
+    metadata = None if r.metadata is None else dict(r.metadata)
+    return (answered[0] if answered else None), (r.findings, tensors, metadata, r.valid, r.suppressed)
+
+
+def _same_everywhere(blob: bytes) -> Tier | None:
+    """Assert every tier gives the tree path's report; return the tier that answered by default."""
+    tier = None
+    for profile in ("strict", "reference"):
+        _, oracle = _run(blob, profile, Tier.NONE)
+        for tiers in (Tier.SCAN, Tier.CANONICAL, Tier.ALL):
+            answered, got = _run(blob, profile, tiers)
+            assert got == oracle, (profile, tiers, blob[:200])
+            if tiers is Tier.ALL:
+                tier = answered
+    return tier
+
+
+# Small versions of the hostile benchmark shapes, each a valid or invalid file.
+HOSTILE = {
+    "numbers_in_unknown_field": _file(
+        '{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":[' + "1,-2.5e3,0," * 50 + "7]}}", b"\0"
+    ),
+    "nested_arrays_in_unknown_field": _file(
+        '{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":[' + ("[" * 100 + "1" + "]" * 100 + ",") * 5 + "1]}}",
+        b"\0",
+    ),
+    "nesting_128_repeated": _file('{"x":[' + ("[" * 128 + "]" * 128 + ",") * 3 + "1]}"),
+    "nesting_126_in_metadata": _file('{"__metadata__":{"k":' + "[" * 126 + "]" * 126 + "}}"),
+    "unknown_dtype_in_middle": _file("{" + _entries_text(40).replace('"F32"', '"f32"', 1) + "}", b"\0" * 160),
+    "stray_bytes_after_last": _file("{" + _entries_text(40) + "}", b"\0" * 162),
+    "hole_in_middle": _file("{" + _entries_text(40).replace("[80,84]", "[80,88]") + "}", b"\0" * 160),
+    "names_minus_zero_surrogates": _file("{" + _entries_text(40, "layer-0.\\ud83d\\ude00.{}") + "}", b"\0" * 160),
+    "lone_surrogate_name": _file("{" + _entries_text(3, "x\\ud83d{}") + "}", b"\0" * 12),
+    "metadata_escaped_string": _file(
+        '{"__metadata__":{"k":"' + "\\u00e9" * 3000 + '"},' + _entries_text(1) + "}", b"\0" * 4
+    ),
+    "duplicate_metadata_keys": _file(
+        '{"__metadata__":{' + '"k":"v",' * 3000 + '"k":"w"},' + _entries_text(1) + "}", b"\0" * 4
+    ),
+    "duplicate_tensor_names": _file("{" + ",".join([ENTRY.format("a", 0, 4)] * 3000) + "}", b"\0" * 4),
+    "unknown_fields_in_one_entry": _file(
+        '{"a":{' + '"k":1,' * 3000 + '"dtype":"U8","shape":[1],"data_offsets":[0,1]}}', b"\0"
+    ),
+    "escaped_field_name": _file(
+        '{"a":{' + '"k":1,' * 10 + '"\\u0064type":"U8","shape":[1],"data_offsets":[0,1]}}', b"\0"
+    ),
+    "escaped_metadata_key": _file('{"\\u005f_metadata__":{"k":"v"},' + _entries_text(1) + "}", b"\0" * 4),
+    "shape_of_ones": _file('{"a":{"dtype":"U8","shape":[' + ",".join(["1"] * 5000) + '],"data_offsets":[0,1]}}', b"\0"),
+    "shape_of_twos": _file('{"a":{"dtype":"U8","shape":[' + ",".join(["2"] * 70) + '],"data_offsets":[0,1]}}', b"\0"),
+    "empty_arrays_in_unknown_field": _file(
+        '{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":[' + "[]," * 3000 + "{}]}}", b"\0"
+    ),
+    "sorted_keys": _file('{"a":{"data_offsets":[0,4],"dtype":"F32","shape":[1]}}', b"\0" * 4),
+    "spaced": _file(
+        "{"
+        + ", ".join(
+            f'"t{i}": {{"dtype": "F32", "shape": [1], "data_offsets": [{4 * i}, {4 * i + 4}]}}' for i in range(40)
+        )
+        + "}",
+        b"\0" * 160,
+    ),
+    "float_near_max": _file('{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"j":1.7976931348623158e308}}', b"\0"),
+    "root_array": _file("[" + "1," * 100 + "2]"),
+    "metadata_number_values": _file(
+        '{"__metadata__":{' + '"k":1,' * 20 + '"z":"v"},' + _entries_text(1) + "}", b"\0" * 4
+    ),
+}
+
+# Tokens a mutation splices in: the JSON grammar's edges and this format's.
+TOKENS = [b"[", b"]", b"{", b"}", b",", b":", b'"', b"\\", b"-0", b"1e999", b"1.7976931348623158e308", b"\\ud800",
+          b'"dtype"', b'"shape"', b'"data_offsets"', b'"__metadata__"', b"null", b"[]", b" ", b"\t", b"\x00", b"01"]  # fmt: skip
+
+
+def _mutate(rng: random.Random, blob: bytes) -> bytes:
+    n = struct.unpack("<Q", blob[:8])[0]
+    header, data = bytearray(blob[8 : 8 + n]), blob[8 + n :]
+    for _ in range(rng.randrange(1, 3)):
+        i = rng.randrange(len(header) + 1)
+        op = rng.randrange(3)
+        if op == 0:
+            header[i:i] = rng.choice(TOKENS)
+        elif op == 1:
+            del header[i : i + rng.randrange(1, 4)]
+        else:
+            header[i : i + 1] = rng.choice(TOKENS)
+    if rng.random() < 0.5:
+        header += b" " * (-len(header) % 8)
+    return struct.pack("<Q", len(header)) + bytes(header) + data
+
+
+@pytest.mark.parametrize("name", list(HOSTILE))
+def test_hostile_shapes_agree_across_tiers(name: str) -> None:
+    _same_everywhere(HOSTILE[name])
+
+
+def test_mutated_hostile_shapes_agree_across_tiers() -> None:
+    rng = random.Random(5)
+    tiers: Counter[Tier | None] = Counter()
+    for i in range(700):
+        blob = _mutate(rng, HOSTILE[list(HOSTILE)[i % len(HOSTILE)]])
+        tiers[_same_everywhere(blob)] += 1
+    assert tiers[Tier.SCAN] > 300
+
+
+def test_corpus_files_agree_across_tiers() -> None:
+    seen: Counter[Tier | None] = Counter()
+    for path in sorted(CORPUS.glob("*.safetensors")):
+        seen[_same_everywhere(path.read_bytes())] += 1
+    assert seen[Tier.CANONICAL], seen
+    assert seen[Tier.SCAN], seen
+
+
+@pytest.mark.parametrize(
+    ("blob", "tier", "valid"),
+    [
+        (_file("{" + _entries_text(3) + "}", b"\0" * 12), Tier.CANONICAL, True),
+        # A layout-only finding is answered from the canonical tier's columns.
+        (_file("{" + _entries_text(3) + "}", b"\0" * 14), Tier.CANONICAL, False),
+        (HOSTILE["spaced"], Tier.SCAN, True),
+        # An unknown dtype too: the canonical tier locates it from its columns.
+        (HOSTILE["unknown_dtype_in_middle"], Tier.CANONICAL, False),
+        (HOSTILE["duplicate_tensor_names"], Tier.SCAN, False),
+        (b"\x01\x00\x00\x00\x00\x00\x00", None, False),
+    ],
+)
+def test_the_answering_tier_is_recorded(blob: bytes, tier: Tier | None, valid: bool) -> None:
+    answered, report = _run(blob, "strict", Tier.ALL)
+    assert answered is tier
+    assert report[3] is valid
+    assert _run(blob, "strict", Tier.NONE)[0] is (None if tier is None else Tier.NONE)
+    assert _run(blob, "strict", Tier.SCAN)[0] is (None if tier is None else Tier.SCAN)
+
+
+def test_layout_only_finding_is_not_reparsed(monkeypatch: pytest.MonkeyPatch) -> None:
+    def fail(*_: object, **__: object) -> None:
+        pytest.fail("the header was parsed again")
+
+    monkeypatch.setattr("validator._validate.check_header", fail)
+    report = validator.validate(_file("{" + _entries_text(3) + "}", b"\0" * 14))
+    assert [f.slug for f in report.errors] == ["buffer-trailing-bytes"]
+
+
+def _suspicious_chars() -> list[str]:
+    chars = []
+    for code in range(0x110000):
+        c = chr(code)
+        if 0xD800 <= code <= 0xDFFF:
+            continue
+        if _entries.SUSPICIOUS.match(c):
+            chars.append(c)
+    return chars
+
+
+def test_every_flagged_character_is_flagged_by_every_tier() -> None:
+    # The tiers import the rule's regex; if one kept a copy and the copy
+    # drifted, a character would be flagged by one path and not another.
+    assert _tiers.SUSPICIOUS is _entries.SUSPICIOUS
+    assert _header.SUSPICIOUS is _entries.SUSPICIOUS
+    chars = _suspicious_chars()
+    assert len(chars) > 40
+    for c in chars:
+        name = c if ord(c) >= 0x20 else f"\\u{ord(c):04x}"
+        blob = _file('{"a' + name + '":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}', b"\0" * 4)
+        for tiers in (Tier.ALL, Tier.CANONICAL, Tier.SCAN, Tier.NONE):
+            findings = _run(blob, "strict", tiers)[1][0]
+            assert [f.slug for f in findings] == ["tensor-name-suspicious"], (hex(ord(c)), tiers)  # type: ignore[attr-defined]
+
+
+def test_neighbours_of_flagged_ranges_are_not_flagged() -> None:
+    chars = {ord(c) for c in _suspicious_chars()}
+    near = {c + d for c in chars for d in (-1, 1)} - chars - {0x22, 0x5C} - set(range(0xD800, 0xE000))
+    near = sorted(c for c in near if 0x20 <= c < 0x110000)
+    for code in near:
+        blob = _file('{"a' + chr(code) + '":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}', b"\0" * 4)
+        for tiers in (Tier.ALL, Tier.SCAN):
+            assert _run(blob, "strict", tiers)[1][0] == (), hex(code)
+
+
+def test_size_arithmetic_has_one_source() -> None:
+    # Both tiers size tensors through validator._layout.size_of.
+    for module in (_tiers, _header):
+        source = Path(module.__file__).read_text()  # type: ignore[arg-type]
+        assert "size_of(" in source
+        assert re.search(r"count \*= dim|\* bits\b", source) is None, module.__name__

@@ -1,0 +1,336 @@
+# Strategy: the tiers.  check_buffer's ``tiers`` parameter picks which run
+# (the test suite runs each alone against the tree path, the oracle, and
+# records which tier answered).  The canonical tier answers only when the
+# header itself has no finding of any rule, warnings included, in either
+# profile; otherwise it says "not mine" (None) and the exact path decides
+# and locates every finding.  So it can never change a verdict, an offset
+# or a message; the worst a wrong refusal costs is time.
+#
+# Tier CANONICAL (`clean_table`), on the decoded text.  Invariant: the text
+# is exactly `{` + optional `"__metadata__"` map of plain strings + entries
+# `"name":{"dtype":"X","shape":[..],"data_offsets":[b,e]}` + space padding,
+# with no backslash, so every string is its own bytes and every key is
+# what it looks like.  One regex `split` (in C) cuts the text into columns;
+# the gaps between the matches must all be empty, which proves the text is
+# exactly that sequence, i.e. valid JSON with these values.  Then: names
+# unique, none empty, none suspicious (the rule's own regex), every dtype
+# known, every size computed by _layout.size_of (the reference's checked
+# arithmetic), offsets exactly the running sums of the sizes (contiguous,
+# in document order, no trailing bytes), every tensor aligned.
+#
+# A layout-only problem (hole, overlap, trailing bytes, truncation, a size
+# that differs from its span, size overflow, misalignment) does not send
+# the header anywhere else: its columns go to validator._layout, which
+# reports exactly what it reports for the exact path's columns, since the
+# rows are the same (names unique, in document order, every entry good).
+#
+# (A second tier, the C json module into dicts for escape-free headers in
+# other layouts, was removed: the one-pass reader below answers the same
+# headers about three times faster and never builds long arrays.)
+#
+# SCAN (validator._header.check_header): the exact path, one pass over the bytes; runs of
+# regular entries in bulk by regex, everything else member by member with
+# the exact parser on that member alone; ignored values validated by
+# _json.skip without being built; layout column-wise (validator._layout).
+# It is exact by construction (see _header.py) and linear in the header.
+from __future__ import annotations
+
+import enum
+import json
+import re
+from itertools import accumulate, compress, repeat
+from operator import add, itemgetter, mod
+from typing import TYPE_CHECKING, Any, Final
+
+from validator._dtypes import DTYPE_BITS
+from validator._entries import SUSPICIOUS
+from validator._findings import TensorTable
+from validator._layout import Layout, size_of
+from validator._prefix import PREFIX_LEN
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+# One entry, loosely: the name, then dtype and shape as one "kind" group,
+# then the two offsets as one group, then "," or "}".  The loose classes
+# keep the regex fast; the kinds and offsets are checked strictly after.
+_ENTRY: Final = re.compile(
+    r'"([^"\\\x00-\x1f]*)":\{"dtype":"([^"]*","shape":\[[0-9,]*)\],"data_offsets":\[([0-9]+,[0-9]+)\]\}([,}])'
+)
+_GROUPS: Final = 5  # the gap before a match plus its four groups
+_KIND_CUT: Final = '","shape":['  # splits a kind group into dtype and shape
+_INT: Final = r"(?:0|[1-9][0-9]{0,18})"  # at most 19 ASCII digits: always below 2^64
+_DIMS: Final = re.compile(f"(?:{_INT}(?:,{_INT})*+)?")  # possessive: no backtracking state per dimension
+_NOT_ONE: Final = re.compile("(?<![0-9])(?!1(?![0-9]))[0-9]+")
+_CUT_METADATA: Final = 4096
+_OFFSETS: Final = re.compile(f"{_INT},{_INT}(?:;{_INT},{_INT})*+")
+
+
+class _Pairs(list):  # type: ignore[type-arg]
+    """A JSON object as its (key, value) pairs, duplicates kept."""
+
+
+# Reads one JSON value; objects become _Pairs, NaN and Infinity None.
+_METADATA_SCAN: Final = json.JSONDecoder(object_pairs_hook=_Pairs, parse_constant=lambda _: None).raw_decode
+# What tensor-name-suspicious flags (the rule's own regex), and every other
+# control character.  Raw C0 controls cannot sit in canonical text (the
+# entry regex and the C scanner refuse them in strings, and the layout has
+# no whitespace but the padding spaces), so the canonical tier looks for
+# the printable ASCII the rule flags, and for anything the rule flags when
+# the text is not ASCII.
+_ASCII_SUSPICIOUS: Final = tuple(c for c in map(chr, range(0x20, 0x80)) if SUSPICIOUS.match(c))
+
+
+class Clean:
+    """A header proven clean, as column lists in document order.
+
+    ``kinds`` holds what ``parse`` turns into dtype and shape: the text of
+    the canonical path, or (dtype, shape) tuples from the JSON path.
+    """
+
+    __slots__ = ("begins", "checked", "ends", "index", "kinds", "metadata", "names", "parse", "unknown")
+
+    def __init__(
+        self,
+        *,
+        index: dict[str, int],
+        kinds: list[Any],
+        begins: list[int],
+        ends: list[int],
+        metadata: dict[str, str] | None,
+        parse: Callable[[Any], tuple[str, tuple[int, ...]]],
+    ) -> None:
+        self.parse = parse
+        self.index = index
+        self.kinds = kinds
+        self.begins = begins
+        self.ends = ends
+        self.metadata = metadata
+        self.checked = True  # False: the layout has findings; run validator._layout on the columns
+        # (name, dtype, byte offset) of each entry whose dtype is unknown, in document order.
+        self.unknown: list[tuple[str, str, int]] = []
+        self.names: list[str] = []  # every row's name, when ``index`` leaves some rows out
+
+    def tensors(self) -> TensorTable:
+        """The report's tensor mapping over the columns."""
+        return TensorTable(self.index, self.kinds, self.begins, self.ends, self.parse)
+
+    def layout(self) -> Layout:
+        """The columns for validator._layout."""
+        names = list(self.index) if not self.unknown else self.names
+        return Layout(names, begins=self.begins, ends=self.ends, kinds=self.kinds, parse=self.parse, size=kind_size)
+
+
+def parse_kind(kind: str) -> tuple[str, tuple[int, ...]]:
+    """A kind column value (`F32","shape":[4,4`) as dtype and shape."""
+    dtype, shape = kind.split(_KIND_CUT)
+    return dtype, parse_shape(shape)
+
+
+def parse_shape(text: str) -> tuple[int, ...]:
+    """A shape column value ("4,4") as a tuple."""
+    return tuple(map(int, text.split(","))) if text else ()
+
+
+def clean_table(text: str, header_size: int, file_size: int) -> Clean | None:
+    """The header's table if the header is canonical and free of header findings.
+
+    None when it is not canonical or a header-level check fails.  When only
+    the layout fails, ``checked`` is False and the caller runs
+    validator._layout on the columns.
+    """
+    if header_size % 8 or "\\" in text or not text.startswith('{"'):
+        return None
+    metadata: dict[str, str] | None = None
+    start = 1
+    if text.startswith('{"__metadata__":'):
+        # The metadata map is read by the C scanner alone (a long value would
+        # make the entry regex backtrack over it); without a backslash in
+        # the text its strings are plain.
+        try:
+            pairs, start = _METADATA_SCAN(text, len('{"__metadata__":'))
+        except (ValueError, RecursionError):
+            # RecursionError: nesting past the C scanner's limit; the exact
+            # parser reports json-depth at the right offset.
+            return None
+        if type(pairs) is not _Pairs or set(map(type, map(itemgetter(1), pairs))) - {str}:
+            return None
+        metadata = dict(pairs)
+        if len(metadata) != len(pairs) or not text.startswith(',"', start):
+            return None
+        start += 1
+    # Long metadata is cut off first (the entry regex would backtrack over a
+    # long value); short metadata stays, to spare a copy of the text.
+    if _ENTRY.match(text, start) is None:
+        return None  # not even the first entry is canonical: spare the split
+    if len(text) - start > _PROBE and not _probe(text[start : start + _PROBE]):
+        return None
+    body = text[start:] if start > _CUT_METADATA else text
+    if body.isascii():
+        if any(c in body for c in _ASCII_SUSPICIOUS):
+            return None
+    elif SUSPICIOUS.search(body) is not None:
+        return None
+    parts = _ENTRY.split(body)
+    k = len(parts) // _GROUPS
+    if k == 0:
+        return None
+    # The text is exactly lead + entry + "," + ... + entry + "}" + padding.
+    if (
+        parts[0] != (text[:start] if body is text else "")
+        or parts[_GROUPS:-1:_GROUPS].count("") != k - 1
+        or parts[-1].strip(" ")
+    ):
+        return None
+    terms = parts[4::_GROUPS]
+    if terms[-1] != "}" or terms.count(",") != k - 1:
+        return None
+    names = parts[1::_GROUPS]
+    index = dict(zip(names, range(k), strict=True))
+    # From here on the text is proven canonical; a failed check below is a
+    # finding, which the exact path reports.
+    if len(index) != k or "" in index or "__metadata__" in index:
+        return None
+    kinds = parts[2::_GROUPS]
+    offsets_list = parts[3::_GROUPS]
+    offsets = ";".join(offsets_list)
+    del parts  # memory: the columns above are all that is kept
+    # One string object per distinct kind (memory: 100,000 tensors share a
+    # few dozen kinds).
+    distinct = {kind: kind for kind in dict.fromkeys(kinds)}
+    kinds = list(map(distinct.__getitem__, kinds))
+    sizes: dict[str, int] = {}
+    aligns: dict[str, int] = {}
+    unknown = set()
+    for kind in distinct:
+        dtype, shape, *more = kind.split(_KIND_CUT)
+        if more or _DIMS.fullmatch(shape) is None:
+            return None  # a 20-digit dimension: the exact path says what it is
+        if dtype not in DTYPE_BITS:
+            unknown.add(kind)
+            continue
+        sizes[kind], aligns[kind] = kind_size(kind)
+    clean = Clean(index=index, kinds=kinds, begins=[], ends=[], metadata=metadata, parse=parse_kind)
+    if unknown:
+        # An unknown dtype is the entry's only finding (names are clean, the
+        # shape and offsets are u64s); the rows go on to the layout check
+        # without a size, as the exact path leaves them.
+        bad = list(compress(range(k), map(unknown.__contains__, kinds)))
+        clean.unknown = _unknown_dtypes(text, start, names, kinds, offsets_list, bad=bad)
+        clean.names = names
+        clean.kinds = list(kinds)
+        clean.index = dict(index)
+        for i in bad:
+            clean.kinds[i] = None
+            del clean.index[names[i]]
+    # Contiguous, and every span equal to its size: then the ends are the
+    # running sums of the sizes and each begin is the previous end.  The
+    # offsets text must be exactly those numbers, spelled canonically.
+    if not unknown and min(sizes.values()) >= 0:
+        ends = list(accumulate(map(sizes.__getitem__, kinds)))
+        begins = [0, *ends[:-1]]
+        if ";".join(map("{},{}".format, begins, ends)) == offsets:
+            clean.begins, clean.ends = begins, ends
+            # data_start is a multiple of 8 and every alignment divides 8.
+            clean.checked = PREFIX_LEN + header_size + ends[-1] == file_size and (
+                max(aligns.values()) == 1 or not any(map(mod, begins, map(aligns.__getitem__, kinds)))
+            )
+            return clean
+    # A layout finding: the offsets as numbers, for validator._layout.
+    if _OFFSETS.fullmatch(offsets) is None:
+        return None  # a 20-digit offset: the exact path says what it is
+    numbers = list(map(int, offsets.replace(";", ",").split(",")))
+    clean.begins, clean.ends = numbers[0::2], numbers[1::2]
+    clean.checked = False
+    return clean
+
+
+_PROBE: Final = 1 << 16
+_ENTRY_FIXED: Final = len('"":{"dtype":"],"data_offsets":[]}') + 1  # an entry's text besides its groups
+_TO_DTYPE: Final = len('"":{"dtype":')  # from an entry's start to its dtype's opening quote, besides the name
+
+
+def _unknown_dtypes(
+    text: str, start: int, names: list[str], kinds: list[str], offsets: list[str], *, bad: list[int]
+) -> list[tuple[str, str, int]]:
+    """(name, dtype, byte offset in the header of the dtype's string) for the rows ``bad``, in order."""
+    # Entry i starts at `start` plus the lengths of the entries before it.
+    lengths = map(add, map(add, map(len, names), map(len, kinds)), map(len, offsets))
+    starts = list(accumulate(map(add, lengths, repeat(_ENTRY_FIXED)), initial=start))
+    out = []
+    done_chars = done_bytes = 0  # a prefix of the text whose UTF-8 length is known
+    ascii_text = text.isascii()
+    for i in bad:
+        name = names[i]
+        c = starts[i] + _TO_DTYPE + len(name)
+        if not ascii_text:
+            done_bytes += len(text[done_chars:c].encode("utf-8"))
+            done_chars = c
+        out.append((name, kinds[i].split(_KIND_CUT)[0], c if ascii_text else done_bytes))
+    return out
+
+
+def _probe(head: str) -> bool:
+    """Whether the first entries pass the header-level checks (a repeated name, an
+    unknown dtype or a suspicious name would send the whole header to the exact
+    path after a full split)."""
+    parts = _ENTRY.split(head)
+    names = parts[1:-1:_GROUPS]
+    return len(set(names)) == len(names) and "" not in names
+
+
+def kind_size(kind: str) -> tuple[int, int]:
+    """(bytes or OVERFLOW or MISALIGNED, alignment) of a valid kind column value."""
+    dtype, shape = kind.split(_KIND_CUT)
+    # Dimensions of 1 change nothing: a shape of 50 million ones is one scan.
+    return size_of(dtype, (int(m.group()) for m in _NOT_ONE.finditer(shape)))
+
+
+class Tier(enum.IntFlag):
+    """The tiers check_buffer may use; without SCAN the tree path is the exact path."""
+
+    NONE = 0  # the tree path alone: the oracle of the tests
+    CANONICAL = 1
+    SCAN = 2  # the one-pass exact reader (validator._header) instead of the tree path
+    ALL = 3
+
+
+# Above this size a header must look like a plain table before it is
+# decoded and split (the counts cost more than they save on small ones).
+_GATE_SIZE: Final = 1 << 12
+
+
+_FIRST_ENTRY: Final = re.compile(rb'\{"[^"\\\x00-\x1f]{0,4096}+":\{"dtype":"')
+
+
+def _looks_plain(header: bytes) -> bool:
+    """At most two arrays and a few keys per entry: no long value to split around.
+
+    (The metadata map is read by the C scanner, which builds it whole.)
+    """
+    entries = header.count(b'"data_offsets"')
+    return header.count(b'":') <= 4 * entries + 1024 and header.count(b"[") <= 2 * entries
+
+
+def fast_table(header: bytes, header_size: int, file_size: int, tiers: Tier) -> Clean | None:
+    """The canonical tier's table, or None when it does not vouch for the header."""
+    if not tiers & Tier.CANONICAL or b"\\" in header:
+        return None
+    if b"[[" in header:  # nested arrays: not canonical (or only in metadata; the exact path reads it)
+        return None
+    metadata = header.startswith(b'{"__metadata__":')
+    if not metadata and _FIRST_ENTRY.match(header) is None:
+        return None  # the first entry is not canonical: spare the decoding
+    if len(header) > _GATE_SIZE and not _looks_plain(header):
+        return None
+    # A cut character at the end of the probe only costs the probe an entry.
+    if not metadata and len(header) > _PROBE and not _probe(header[1:_PROBE].decode("utf-8", "ignore")):
+        return None
+    if header.isascii():
+        text = header.decode("ascii")
+    else:
+        try:
+            text = header.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    return clean_table(text, header_size, file_size)
