@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import re
 from array import array
-from json.decoder import scanstring  # type: ignore[attr-defined]
+from json.decoder import c_scanstring, scanstring  # type: ignore[attr-defined]
 from typing import Final, TypeAlias
 
 U64_MAX: Final = (1 << 64) - 1
@@ -190,9 +190,11 @@ def _closing_quote(buf: bytes, pos: int) -> int:
 _PIECE: Final = 1 << 20
 # What serde_json refuses inside a string besides a lone surrogate: a raw
 # control character, or a backslash that does not start a valid escape.
-# Checked here, not left to the scanner: json's pure-Python scanstring (used
-# where the C accelerator is missing; the fuzz engine hit it) reads \uXXXX
-# with int(x, 16), which takes " 12 ", "+123" and "1_23".
+# json's C scanner refuses exactly these; its pure-Python fallback (used
+# where the C accelerator is missing; the fuzz engine met it) reads \uXXXX
+# with int(x, 16), which takes " 12 ", "+123" and "1_23", so without the C
+# scanner this regex checks first.
+STRICT_SCANNER: Final = c_scanstring
 _REFUSED_IN_STRING: Final = re.compile(rb'[\x00-\x1f]|\\(?!["\\/bfnrt]|u[0-9a-fA-F]{4})')
 # A cut before this backslash cannot split an escape or a surrogate pair.
 _CUT_AT: Final = re.compile(rb"\\(?!u[dD][c-fC-F])")
@@ -204,8 +206,11 @@ def _scan_pieces(buf: bytes, start: int, end: int) -> str | None:
     A long body goes in pieces of about a megabyte, cut before an escape, so
     that no decoded copy of the whole body is held beside the result.
     """
-    if _REFUSED_IN_STRING.search(buf, start, end) is not None:
-        return None
+    scan = STRICT_SCANNER
+    if scan is None:
+        if _REFUSED_IN_STRING.search(buf, start, end) is not None:
+            return None
+        scan = scanstring
     view = memoryview(buf)
     pieces = []
     while start < end:
@@ -221,7 +226,7 @@ def _scan_pieces(buf: bytes, start: int, end: int) -> str | None:
             cut = end if m is None else m.start()
         text = '"' + str(view[start:cut], "utf-8") + '"'
         try:
-            value, stop = scanstring(text, 1, True)  # noqa: FBT003 - a C function, positional only
+            value, stop = scan(text, 1, True)  # noqa: FBT003 - a C function, positional only
         except ValueError:
             return None
         if stop != len(text):
