@@ -354,7 +354,7 @@ def test_element_count_overflow_is_refused_like_the_reference(tmp_path):
     # Zero elements, but the reference multiplies the sides left to right and
     # overflows 64 bits before it meets the 0 (ValidationOverflow).
     tensors = {"e": ("U8", [2**40, 2**40, 0], b"")}
-    with pytest.raises(validator.WriteError, match="safetensors 0.8.0 would reject this file.*size-overflow"):
+    with pytest.raises(validator.WriteError, match=r"safetensors 0\.8\.0 would reject this file.*size-overflow"):
         validator.save(tensors, tmp_path / "e.safetensors")
     assert list(tmp_path.iterdir()) == []
     validator.save({"e": ("U8", [0, 2**40, 2**40], b"")}, tmp_path / "ok.safetensors")
