@@ -89,7 +89,7 @@ def _open_source(source: object) -> tuple[int, os.stat_result, str]:
     return fd, st, where
 
 
-def _unpack(raw: Any, dtype: str, numel: int) -> Any:  # noqa: ANN401 - numpy arrays
+def unpack_subbyte(raw: Any, dtype: str, numel: int) -> Any:  # noqa: ANN401 - numpy arrays
     """Sub-byte elements of ``raw`` (uint8) as one ml_dtypes element per byte.
 
     Element i is bits [w*i, w*(i+1)) of the little-endian bit stream.  Works
@@ -349,7 +349,7 @@ class SafetensorsFile:
                 raw = np.frombuffer(self._buffer(name, info), np.uint8, info.nbytes, start)
             if self.subbyte == "packed":
                 return raw
-            out = _unpack(raw, info.dtype, info.numel).reshape(info.shape)
+            out = unpack_subbyte(raw, info.dtype, info.numel).reshape(info.shape)
             out.flags.writeable = self.writable
             return out
         dtype = numpy_dtype(info.dtype)

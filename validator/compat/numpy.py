@@ -1,0 +1,110 @@
+"""``safetensors.numpy``, validating: save, save_file, load, load_file.
+
+Arrays come back writable and the caller's own, as safetensors' copies do;
+``load_file`` gives them without copying (a large tensor gets its own
+copy-on-write mapping of the file).  Dtypes numpy lacks load as ml_dtypes
+types (BF16, the float8 types); F4 and F6 load as one ml_dtypes element per
+byte.  Every load validates first; pass ``profile="reference"`` to load what
+safetensors 0.8.0 loads.
+"""
+
+# Strategy: thin wrappers.  Saving goes through stcheck's writer (bytes equal
+# to safetensors'), loading through compat.safe_open (files) or one copy of
+# the data region (bytes), viewed per tensor.
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from validator._errors import WriteError
+from validator.compat._errors import CompatLoadError, SaveTypeError, SerializeError
+from validator.compat._open import safe_open
+from validator.compat._serialize import check_metadata, checked_bytes, write_items
+from validator.io.dtypes_np import numpy_dtype
+from validator.io.loader import unpack_subbyte
+from validator.io.writer import to_bytes
+
+if TYPE_CHECKING:
+    import os
+
+    from validator._findings import TensorInfo
+    from validator._rules import Profile
+
+__all__ = ["load", "load_file", "save", "save_file"]
+
+
+def _arrays(tensor_dict: object) -> dict[str, Any]:
+    if not hasattr(tensor_dict, "items"):
+        msg = f"expected a dict of str to numpy arrays, not {type(tensor_dict).__name__}"
+        raise SaveTypeError(msg)
+    for name, value in tensor_dict.items():
+        if not isinstance(value, np.ndarray):
+            msg = f"tensor {name!r}: expected a numpy array, not {type(value).__name__}"
+            raise SaveTypeError(msg)
+    return dict(tensor_dict.items())
+
+
+def save(tensor_dict: dict[str, np.ndarray], metadata: dict[str, str] | None = None) -> bytes:
+    """The safetensors file of ``tensor_dict`` as bytes.
+
+    Big-endian arrays are written little-endian; non-contiguous arrays are
+    written as their values (safetensors 0.8.0 writes the wrong bytes).  The
+    same array may appear under several names, each written in full.
+    """
+    arrays = _arrays(tensor_dict)
+    check_metadata(metadata)
+    try:
+        return to_bytes(arrays, metadata, check_shared=False)
+    except WriteError as exc:
+        raise SerializeError(f"Error while serializing: {exc}") from exc
+
+
+def save_file(
+    tensor_dict: dict[str, np.ndarray],
+    filename: str | os.PathLike[str],
+    metadata: dict[str, str] | None = None,
+) -> None:
+    """Write ``tensor_dict`` to ``filename`` as a safetensors file, atomically."""
+    arrays = _arrays(tensor_dict)
+    check_metadata(metadata)
+    write_items(arrays, filename, metadata, check_shared=False)
+
+
+def load(data: bytes, *, profile: Profile | str = "strict") -> dict[str, np.ndarray]:
+    """Validate a file held in memory and return its arrays (writable, one copy in all)."""
+    report, view = checked_bytes(data, profile, "Error while deserializing")
+    tensors = report.tensors or {}
+    start = report.data_start or 0
+    buffer = bytearray(view[start:])
+    return {
+        name: _array(name, buffer, tensors[name]) for name in sorted(tensors, key=lambda n: tensors[n].data_offsets)
+    }
+
+
+def _array(name: str, buffer: bytearray, info: TensorInfo) -> np.ndarray:
+    if info.bits % 8:
+        raw = np.frombuffer(buffer, np.uint8, info.nbytes, info.begin)
+        return unpack_subbyte(raw, info.dtype, info.numel).reshape(info.shape)  # type: ignore[no-any-return]
+    dtype = numpy_dtype(info.dtype)
+    if info.numel == 0:
+        try:
+            return np.empty(info.shape, dtype)
+        except (ValueError, OverflowError):
+            msg = f"tensor {name!r} is empty but its shape {list(info.shape)} is too large for a numpy array"
+            raise CompatLoadError(msg) from None
+    if info.begin % dtype.itemsize:
+        raw = np.frombuffer(buffer, np.uint8, info.nbytes, info.begin)
+        return raw.copy().view(dtype).reshape(info.shape)
+    return np.frombuffer(buffer, dtype, info.numel, info.begin).reshape(info.shape)
+
+
+def load_file(
+    filename: str | os.PathLike[str],
+    *,
+    backend: str = "mmap",
+    profile: Profile | str = "strict",
+) -> dict[str, np.ndarray]:
+    """Validate and load every tensor of ``filename`` as numpy arrays, without copying."""
+    with safe_open(filename, framework="np", backend=backend, profile=profile) as f:
+        return f.get_tensors()
