@@ -79,7 +79,9 @@ def run(tests: Path, files: list[str], *, shim: bool) -> dict[str, tuple[str, st
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([*paths, os.environ.get("PYTHONPATH", "")]))
         report = work / "junit.xml"
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}"]
-        subprocess.run([*command, *(f"tests/{name}" for name in files)], cwd=work, env=env, check=False)
+        done = subprocess.run([*command, *(f"tests/{name}" for name in files)], cwd=work, env=env, check=False)
+        if not report.exists():  # the interpreter died (a crash in native code)
+            return {f"<{', '.join(files)}>": ("crashed", f"pytest exited with status {done.returncode}")}
         return _outcomes(report)
 
 
@@ -120,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     summary("validator.compat", results)
     unexpected = 0
     for test_id, (outcome, message) in sorted(results.items()):
-        if outcome in ("failed", "error"):
+        if outcome in ("failed", "error", "crashed"):
             reason = DELIBERATE.get(test_id)
             unexpected += reason is None
             print(f"  {outcome.upper()} {test_id}: {reason or message}")

@@ -31,6 +31,7 @@ from validator.compat._errors import (
     MissingTensorError,
     invalid_file,
 )
+from validator.io.devices import framework_unsupported
 from validator.io.loader import SafetensorsFile
 
 if TYPE_CHECKING:
@@ -173,15 +174,15 @@ class _Open:
             return _float4(value, info)
         return value
 
-    def finish(self, value: Any) -> Any:  # noqa: ANN401 - a framework tensor
+    def finish(self, value: Any, info: TensorInfo) -> Any:  # noqa: ANN401 - a framework tensor
         """Move a CPU tensor to the device, or convert an array to the framework."""
         if self.framework == "pytorch":
             return value if self.device == "cpu" else value.to(self.device)
-        return _CONVERT[self.framework](value, self.device)
+        return _CONVERT[self.framework](value, info, self.device)
 
     def get(self, name: object) -> Any:  # noqa: ANN401 - a framework tensor
         info = self.info(name)
-        return self.finish(self.cpu(str(name), info))
+        return self.finish(self.cpu(str(name), info), info)
 
 
 def _float4(value: Any, info: TensorInfo) -> Any:  # noqa: ANN401 - torch tensors
@@ -199,39 +200,65 @@ def _float4(value: Any, info: TensorInfo) -> Any:  # noqa: ANN401 - torch tensor
     return value.view(dtype).reshape(shape)
 
 
-def _to_flax(value: Any, device: str | int) -> Any:  # noqa: ANN401, ARG001 - the reference's jnp.array(array)
+def _check(key: str, info: TensorInfo) -> None:
+    reason = framework_unsupported(key, info.dtype)
+    if reason is not None:
+        msg = f"Dtype not understood: {info.dtype} ({reason})"
+        raise CompatLoadError(msg)
+
+
+def to_jax(value: Any, info: TensorInfo, device: str | int = "cpu") -> Any:  # noqa: ANN401, ARG001 - no device: the reference's jnp.array(array)
+    """A numpy array as a JAX array (64-bit types narrow unless jax_enable_x64)."""
     import jax.numpy as jnp  # type: ignore[import-not-found,unused-ignore]  # noqa: PLC0415 - JAX loads only when used
 
+    _check("jax:cpu", info)
     return jnp.array(value)
 
 
-def _to_mlx(value: Any, device: str | int) -> Any:  # noqa: ANN401, ARG001
+def to_mlx(value: Any, info: TensorInfo, device: str | int = "cpu") -> Any:  # noqa: ANN401, ARG001 - MLX picks its device
+    """A numpy array as an MLX array (bfloat16 through a uint16 view)."""
     import mlx.core as mx  # type: ignore[import-not-found,unused-ignore]  # noqa: PLC0415 - MLX loads only when used
 
+    _check(f"mlx:{mx.default_device().type.name}", info)
+    if info.dtype == "BF16":
+        return mx.array(value.view("<u2")).view(mx.bfloat16)
     return mx.array(value)
 
 
-def _to_tensorflow(value: Any, device: str | int) -> Any:  # noqa: ANN401, ARG001
+def _to_tensorflow(value: Any, info: TensorInfo, device: str | int) -> Any:  # noqa: ANN401, ARG001
     import tensorflow as tf  # type: ignore[import-untyped,import-not-found,unused-ignore]  # noqa: PLC0415 - TensorFlow loads only when used
 
     return tf.convert_to_tensor(value)
 
 
-def _to_paddle(value: Any, device: str | int) -> Any:  # noqa: ANN401
+_PADDLE_VIEWS: Final = {
+    "BF16": ("<u2", "bfloat16"),
+    "F8_E4M3": ("u1", "float8_e4m3fn"),
+    "F8_E5M2": ("u1", "float8_e5m2"),
+}
+
+
+def to_paddle(value: Any, info: TensorInfo, device: str | int = "cpu") -> Any:  # noqa: ANN401
+    """A numpy array as a paddle tensor on ``device`` ("cuda:N" is paddle's "gpu:N")."""
     import paddle  # type: ignore[import-not-found,unused-ignore]  # noqa: PLC0415 - paddle loads only when used
 
-    place = device
-    if isinstance(device, str) and device.startswith("cuda:"):
-        place = "gpu:" + device[5:]
-    return paddle.to_tensor(value, place=str(place))
+    _check("paddle:cpu", info)
+    place = str(device)
+    if place.startswith("cuda:"):
+        place = "gpu:" + place[5:]
+    view = _PADDLE_VIEWS.get(info.dtype)
+    if view is None:
+        return paddle.to_tensor(value, place=place)
+    tensor = paddle.to_tensor(value.view(view[0]), place=place)
+    return tensor if info.dtype == "BF16" else tensor.view(getattr(paddle, view[1]))
 
 
 _CONVERT: Final = {
-    "numpy": lambda value, _device: value,
-    "flax": _to_flax,
-    "mlx": _to_mlx,
+    "numpy": lambda value, _info, _device: value,
+    "flax": to_jax,
+    "mlx": to_mlx,
     "tensorflow": _to_tensorflow,
-    "paddle": _to_paddle,
+    "paddle": to_paddle,
 }
 
 
@@ -343,9 +370,9 @@ class SafeSlice:
 
     def __getitem__(self, index: object) -> Any:  # noqa: ANN401 - a framework tensor
         if self._inner.framework == "pytorch":
-            return self._inner.finish(self._full[index])
+            return self._inner.finish(self._full[index], self._info)
         import numpy as np  # noqa: PLC0415 - numpy loads only when used
 
         shape = self._info.shape
         chosen = _slicing.select(_slicing.parse(index, shape), shape)
-        return self._inner.finish(np.array(self._full[chosen], copy=True, order="C"))
+        return self._inner.finish(np.array(self._full[chosen], copy=True, order="C"), self._info)

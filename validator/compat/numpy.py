@@ -73,13 +73,17 @@ def save_file(
 
 def load(data: bytes, *, profile: Profile | str = "strict") -> dict[str, np.ndarray]:
     """Validate a file held in memory and return its arrays (writable, one copy in all)."""
+    return {name: array for name, array, _ in load_items(data, profile)}
+
+
+def load_items(data: bytes, profile: Profile | str) -> list[tuple[str, np.ndarray, TensorInfo]]:
+    """Validate an in-memory file; (name, array, header entry) for each tensor, in file order."""
     report, view = checked_bytes(data, profile, "Error while deserializing")
     tensors = report.tensors or {}
     start = report.data_start or 0
     buffer = bytearray(view[start:])
-    return {
-        name: _array(name, buffer, tensors[name]) for name in sorted(tensors, key=lambda n: tensors[n].data_offsets)
-    }
+    names = sorted(tensors, key=lambda n: tensors[n].data_offsets)
+    return [(name, _array(name, buffer, tensors[name]), tensors[name]) for name in names]
 
 
 def _array(name: str, buffer: bytearray, info: TensorInfo) -> np.ndarray:
