@@ -442,9 +442,9 @@ def test_numpy_array_and_torch_from_numpy_of_it_dedupe(tmp_path):
 
 
 def test_subbyte_pack_round_trips_in_chunks(tmp_path, monkeypatch):
-    from validator.io import writer
+    from validator.io import subbyte
 
-    monkeypatch.setattr(writer, "_PACK_CHUNK", 3)  # several chunks, one partial
+    monkeypatch.setattr(subbyte, "CHUNK", 3)  # several chunks, one partial
     rng = np.random.default_rng(1)
     for dtype, np_type, numel in (("F4", ml_dtypes.float4_e2m1fn, 14), ("F6_E2M3", ml_dtypes.float6_e2m3fn, 28)):
         codes = rng.integers(0, 1 << DTYPE_BITS[dtype], numel, dtype=np.uint8)

@@ -167,12 +167,24 @@ class _Open:
             msg = f"Dtype not understood: {info.dtype}"
             raise CompatLoadError(msg)
         try:
-            value = self.handle.get(name)
+            value = self.handle.load([(name, info)])[name]
         except LoadError as exc:
             raise CompatLoadError(str(exc)) from exc
         if self.framework == "pytorch" and info.dtype == "F4":
             return _float4(value, info)
         return value
+
+    def get_all(self) -> dict[str, Any]:
+        entries = self.handle.entries()
+        if self.framework == "pytorch" and any(info.dtype in ("F4", "F6_E2M3", "F6_E3M2") for _, info in entries):
+            return {name: self.finish(self.cpu(name, info), info) for name, info in entries}
+        try:
+            values = self.handle.load(entries)
+        except LoadError as exc:
+            raise CompatLoadError(str(exc)) from exc
+        if (self.framework == "pytorch" and self.device == "cpu") or self.framework == "numpy":
+            return values
+        return {name: self.finish(values[name], info) for name, info in entries}
 
     def finish(self, value: Any, info: TensorInfo) -> Any:  # noqa: ANN401 - a framework tensor
         """Move a CPU tensor to the device, or convert an array to the framework."""
@@ -312,8 +324,7 @@ class safe_open:  # noqa: N801 - the safetensors name
 
     def get_tensors(self) -> dict[str, Any]:
         """Every tensor, by name, in the order of their data."""
-        inner = self._open()
-        return {name: inner.get(name) for name in inner.handle.offset_keys()}
+        return self._open().get_all()
 
     def get_slice(self, name: str) -> SafeSlice:
         """A slice object: index it to read part of tensor ``name``."""

@@ -22,7 +22,7 @@ from validator.compat._errors import CompatLoadError, SaveTypeError, SerializeEr
 from validator.compat._open import safe_open
 from validator.compat._serialize import check_metadata, checked_bytes, write_items
 from validator.io.dtypes_np import numpy_dtype
-from validator.io.loader import unpack_subbyte
+from validator.io.subbyte import unpack_subbyte
 from validator.io.writer import to_bytes
 
 if TYPE_CHECKING:

@@ -39,6 +39,7 @@ from validator._prefix import PREFIX_LEN
 from validator._source import open_regular, os_error
 from validator._validate import _profile, check_buffer
 from validator.io.devices import ensure_available, parse_device, platform_facts, unsupported_reason
+from validator.io.subbyte import unpack_subbyte
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
@@ -52,9 +53,6 @@ _FRAMEWORKS = {"numpy": "numpy", "np": "numpy", "torch": "torch", "pt": "torch"}
 _SUBBYTE_POLICIES = ("packed", "unpack")
 # writable=True: tensors of at least this many bytes get their own mapping.
 _OWN_MAPPING: Final = 1 << 20
-# Sub-byte unpacking works through this many packed bytes at a time, so its
-# temporaries stay small whatever the tensor's size.
-_UNPACK_CHUNK: Final = 3 << 18
 
 
 def _open_source(source: object) -> tuple[int, os.stat_result, str]:
@@ -89,35 +87,28 @@ def _open_source(source: object) -> tuple[int, os.stat_result, str]:
     return fd, st, where
 
 
-def unpack_subbyte(raw: Any, dtype: str, numel: int) -> Any:  # noqa: ANN401 - numpy arrays
-    """Sub-byte elements of ``raw`` (uint8) as one ml_dtypes element per byte.
+_LAZY: dict[str, Any] = {}
 
-    Element i is bits [w*i, w*(i+1)) of the little-endian bit stream.  Works
-    chunk by chunk: the peak is the output plus a few chunk-sized temporaries.
-    """
-    import numpy as np  # noqa: PLC0415 - numpy/torch load only when a tensor is read
 
-    from validator.io.dtypes_np import unpacked_dtype  # noqa: PLC0415 - numpy/torch load only when a tensor is read
+def _lazy() -> dict[str, Any]:
+    """numpy, torch and their dtype tables, imported once, on first use."""
+    if "np" not in _LAZY:
+        import numpy as np  # noqa: PLC0415 - numpy/torch load only when a tensor is read
 
-    out = np.empty(numel, np.uint8)
-    if DTYPE_BITS[dtype] == 4:
-        pairs = out.reshape(-1, 2)
-        for i in range(0, len(raw), _UNPACK_CHUNK):
-            chunk = raw[i : i + _UNPACK_CHUNK]
-            np.bitwise_and(chunk, 0x0F, out=pairs[i : i + len(chunk), 0])
-            np.right_shift(chunk, 4, out=pairs[i : i + len(chunk), 1])
-    else:  # 6 bits: every 3 bytes hold 4 elements
-        quads = out.reshape(-1, 4)
-        triples = raw.reshape(-1, 3)
-        step = _UNPACK_CHUNK // 3
-        for i in range(0, len(triples), step):
-            b0, b1, b2 = (triples[i : i + step, k] for k in range(3))
-            q = quads[i : i + step]
-            np.bitwise_and(b0, 0x3F, out=q[:, 0])
-            q[:, 1] = (b0 >> 6) | ((b1 & 0x0F) << 2)
-            q[:, 2] = (b1 >> 4) | ((b2 & 0x03) << 4)
-            np.right_shift(b2, 2, out=q[:, 3])
-    return out.view(unpacked_dtype(dtype))
+        from validator.io.dtypes_np import numpy_dtype  # noqa: PLC0415 - numpy/torch load only when a tensor is read
+
+        _LAZY.update(np=np, numpy_dtype=numpy_dtype, uint8=np.dtype(np.uint8))
+    return _LAZY
+
+
+def _lazy_torch() -> dict[str, Any]:
+    if "torch" not in _LAZY:
+        import torch  # noqa: PLC0415 - numpy/torch load only when a tensor is read
+
+        from validator.io.dtypes_torch import torch_dtype  # noqa: PLC0415 - numpy/torch load only when a tensor is read
+
+        _LAZY.update(torch=torch, torch_dtype=torch_dtype)
+    return _LAZY
 
 
 class SafetensorsFile:
@@ -157,6 +148,8 @@ class SafetensorsFile:
         self._os = platform_facts(self._kind)
         prof = _profile(profile)
         self._mm: mmap.mmap | None = None
+        self._batch: int | None = None  # the file size checked for a batch of tensors
+        self._private: mmap.mmap | None = None  # a batch's own copy-on-write mapping
         fd, st, self.path = _open_source(path)
         self._fd = fd
         self._closer = weakref.finalize(self, os.close, fd)
@@ -178,12 +171,7 @@ class SafetensorsFile:
         self._data_start: int = report.data_start or 0
 
     def _validate(self, profile: Profile) -> Report:
-        # A header of many tensors allocates many small, acyclic containers;
-        # with a large heap (torch imported) each full collection they trigger
-        # costs tens of milliseconds, so collection pauses while validating.
-        paused = gc.isenabled()
-        gc.disable()
-        try:
+        with _gc_paused():
             view = self._mm
             if view is None:
                 return check_buffer(b"", bytes, 0, profile, self.path)
@@ -194,9 +182,6 @@ class SafetensorsFile:
                 profile,
                 self.path,
             )
-        finally:
-            if paused:
-                gc.enable()
 
     # -- the mapping -------------------------------------------------------
 
@@ -239,8 +224,7 @@ class SafetensorsFile:
 
     def offset_keys(self) -> list[str]:
         """Tensor names in the order of their data in the file."""
-        tensors = self._tensors
-        return sorted(tensors, key=lambda name: tensors[name].data_offsets)
+        return [name for name, _ in self.entries()]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.keys())
@@ -303,6 +287,53 @@ class SafetensorsFile:
     def __getitem__(self, name: str) -> Any:  # noqa: ANN401 - numpy array or torch tensor
         return self.get(name)
 
+    def entries(self) -> list[tuple[str, TensorInfo]]:
+        """(name, header entry) of every tensor, in the order of their data."""
+        with _gc_paused():
+            return sorted(self._tensors.items(), key=lambda entry: entry[1].data_offsets)
+
+    def load(self, entries: list[tuple[str, TensorInfo]]) -> dict[str, Any]:
+        """The tensors of ``entries`` (from ``entries()``), after one size check for all of them.
+
+        With ``writable``, a batch of several tensors is served from one new
+        copy-on-write mapping: zero-copy, and independent of every other load.
+        """
+        end = max((info.end for _, info in entries), default=0)
+        self._batch = _current_size(self._fd, self.path) if entries and not self.closed else None
+        try:
+            if self._batch is not None and self._batch < self._data_start + end:
+                self._batch = None  # let the per-tensor check name the first one cut off
+            if self.writable and self._batch is not None and len(entries) > 1:
+                with contextlib.suppress(OSError):  # out of mappings: one copy per tensor
+                    self._private = mmap.mmap(self._fd, self._size, access=mmap.ACCESS_COPY)
+            with _gc_paused():
+                return self._views(entries)
+        finally:
+            self._batch = self._private = None
+
+    def _views(self, entries: list[tuple[str, TensorInfo]]) -> dict[str, Any]:
+        """The batch's tensors: plain aligned ones as direct views (the common case, made cheap)."""
+        torch = self.framework == "torch"
+        buf = self._mm if torch or not self.writable else self._private
+        plain = buf is not None and self._kind == "cpu"
+        lazy = _lazy_torch() if torch else _lazy()
+        frombuffer, to_dtype = (lazy["torch"].frombuffer, lazy["torch_dtype"]) if torch else (None, lazy["numpy_dtype"])
+        np_frombuffer, start, cast, out = _lazy()["np"].frombuffer, self._data_start, self._cast, {}
+        for name, info in entries:
+            begin, end = info.data_offsets
+            size = _ELEMENT_BYTES[info.dtype]
+            if plain and size and end > begin and not (start + begin) % size and info.dtype not in cast:
+                dtype = to_dtype(info.dtype)
+                if frombuffer is None:
+                    out[name] = np_frombuffer(buf, dtype, (end - begin) // size, start + begin).reshape(info.shape)
+                    continue
+                if dtype is not None:
+                    flat = frombuffer(buf, dtype=dtype, count=(end - begin) // size, offset=start + begin)
+                    out[name] = flat if len(info.shape) == 1 else flat.reshape(info.shape)
+                    continue
+            out[name] = self._finish(name, info, self._cpu(name, info))
+        return out
+
     def get_slice(self, name: str) -> TensorSlice:
         """A lazy slice proxy: ``handle.get_slice("w")[:, 0:8]`` reads only the
         selected part, on the CPU view, before any cast or device copy."""
@@ -320,7 +351,7 @@ class SafetensorsFile:
             msg = f"{self.path}: the handle is closed"
             raise LoadError(msg)
         end = self._data_start + info.end
-        size = _current_size(self._fd, self.path)
+        size = self._batch if self._batch is not None else _current_size(self._fd, self.path)
         if size < end:
             msg = (
                 f"{self.path}: the file shrank to {size} bytes after it was opened; tensor {name!r} "
@@ -336,10 +367,8 @@ class SafetensorsFile:
         return self._cpu_numpy(name, info, start)
 
     def _cpu_numpy(self, name: str, info: TensorInfo, start: int) -> Any:  # noqa: ANN401
-        import numpy as np  # noqa: PLC0415 - numpy/torch load only when a tensor is read
-
-        from validator.io.dtypes_np import numpy_dtype  # noqa: PLC0415 - numpy/torch load only when a tensor is read
-
+        lazy = _lazy()
+        np = lazy["np"]
         if not _ELEMENT_BYTES[info.dtype]:
             if not info.nbytes:
                 raw = np.empty(0, np.uint8)
@@ -352,7 +381,7 @@ class SafetensorsFile:
             out = unpack_subbyte(raw, info.dtype, info.numel).reshape(info.shape)
             out.flags.writeable = self.writable
             return out
-        dtype = numpy_dtype(info.dtype)
+        dtype = lazy["numpy_dtype"](info.dtype)
         if info.numel == 0:
             try:
                 out = np.empty(info.shape, dtype)
@@ -370,9 +399,10 @@ class SafetensorsFile:
 
     def _own(self, name: str, info: TensorInfo, start: int, dtype: Any, count: int) -> Any:  # noqa: ANN401
         """A writable array of the caller's own: a private mapping, or a copy when small."""
-        import numpy as np  # noqa: PLC0415 - numpy/torch load only when a tensor is read
-
+        np = _lazy()["np"]
         shared = self._buffer(name, info)
+        if self._private is not None:
+            return np.frombuffer(self._private, dtype, count, start)
         if info.nbytes >= _OWN_MAPPING:
             base = start - start % mmap.ALLOCATIONGRANULARITY
             with contextlib.suppress(OSError):  # out of mappings: copy instead
@@ -381,15 +411,13 @@ class SafetensorsFile:
         return np.frombuffer(shared, dtype, count, start).copy()
 
     def _cpu_torch(self, name: str, info: TensorInfo, start: int) -> Any:  # noqa: ANN401
-        import torch  # noqa: PLC0415 - numpy/torch load only when a tensor is read
-
-        from validator.io.dtypes_torch import torch_dtype  # noqa: PLC0415 - numpy/torch load only when a tensor is read
-
+        lazy = _lazy_torch()
+        torch = lazy["torch"]
         if not _ELEMENT_BYTES[info.dtype]:
             if not info.nbytes:
                 return torch.empty(0, dtype=torch.uint8)
             return torch.frombuffer(self._buffer(name, info), dtype=torch.uint8, count=info.nbytes, offset=start)
-        dtype = torch_dtype(info.dtype)
+        dtype = lazy["torch_dtype"](info.dtype)
         if dtype is None:
             msg = f"tensor {name!r}: this torch ({torch.__version__}) has no dtype for {info.dtype}"
             raise LoadError(msg)
@@ -411,11 +439,10 @@ class SafetensorsFile:
         return flat if len(info.shape) == 1 else flat.reshape(info.shape)
 
     def _unrepresentable(self, name: str, info: TensorInfo, framework: str) -> LoadError:
-        msg = (
-            f"tensor {name!r} is empty but its shape {list(info.shape)} has sides too large "
-            f"for a {framework} array (sizes overflow 64 bits)"
+        shape = list(info.shape)
+        return LoadError(
+            f"tensor {name!r} is empty but its shape {shape} is too large for {framework} (sizes overflow 64 bits)"
         )
-        return LoadError(msg)
 
     def _finish(self, name: str, info: TensorInfo, value: Any) -> Any:  # noqa: ANN401
         """Apply the cast policy, check the device can hold the result, move it."""
@@ -443,10 +470,24 @@ class SafetensorsFile:
         return value.to(self.device)
 
 
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    # Many tensors allocate many small, acyclic objects; with a large heap
+    # (torch imported) each full collection they trigger costs tens of
+    # milliseconds, so collection pauses meanwhile.
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()
+
+
 def _current_size(fd: int, path: str) -> int:
     try:
         return os.fstat(fd).st_size
-    except OSError as exc:
+    except OSError as exc:  # pragma: no cover - fstat of an open descriptor
         raise os_error(path, exc) from exc
 
 
@@ -469,18 +510,13 @@ def _resolve_cast(cast: Mapping[str, str], framework: str) -> dict[str, tuple[st
 
 def _numpy_cast_target(target: str) -> Any:  # noqa: ANN401 - a numpy dtype
     """A numpy cast target given as a safetensors name ("F32") or a numpy name ("float32")."""
-    import numpy as np  # noqa: PLC0415 - numpy loads only when asked for
-
-    from validator.io.dtypes_np import numpy_dtype  # noqa: PLC0415 - numpy loads only when asked for
-
+    lazy = _lazy()
     if target in DTYPE_BITS and DTYPE_BITS[target] % 8 == 0:
-        return numpy_dtype(target)
-    try:
-        if isinstance(target, str):
-            import ml_dtypes  # noqa: PLC0415 - registers bfloat16 and the float8 names with numpy
+        return lazy["numpy_dtype"](target)
+    import ml_dtypes  # noqa: PLC0415 - numpy names for bfloat16 and the float8 types
 
-            target = getattr(ml_dtypes, target, target)
-        return np.dtype(target)
+    try:
+        return lazy["np"].dtype(getattr(ml_dtypes, target, target) if isinstance(target, str) else target)
     except TypeError:
         msg = f"unknown cast target {target!r}; use a safetensors dtype such as 'F32' or a numpy dtype name"
         raise ValueError(msg) from None
@@ -537,19 +573,14 @@ def open_file(
     large tensors get their own copy-on-write mapping, small ones are copied.
 
     ``device``: ``"cpu"``, ``"mps"``, ``"cuda"`` or ``"cuda:N"`` (torch only).
-    A dtype the device cannot hold raises ``DeviceError`` naming the tensor,
-    the dtype and the device, unless ``cast`` maps that dtype to another, e.g.
-    ``cast={"F64": "F32", "F8_E4M3": "BF16"}``.  ``cast`` targets are
-    safetensors names or framework dtype names (``"float32"``), checked when
-    the file is opened; ``cast`` applies on every device, before the copy to
-    the device.
+    A dtype the device cannot hold raises ``DeviceError``, unless ``cast``
+    maps it to another, e.g. ``cast={"F64": "F32", "F8_E4M3": "BF16"}``
+    (targets: safetensors or framework dtype names, checked at open).
 
     ``subbyte`` (F4, F6_E2M3, F6_E3M2): ``"packed"`` (default) returns the
-    tensor's raw bytes as a 1-D uint8 array, ``info(name).shape`` giving the
-    logical shape; ``"unpack"`` (numpy only) returns one ml_dtypes
-    float4_e2m1fn / float6_e2m3fn / float6_e3m2fn element per byte, in the
-    logical shape, reading element i from bits [w*i, w*(i+1)) of the bytes as
-    a little-endian bit stream (for F4: element 0 in the low nibble).
+    raw bytes as a 1-D uint8 array (``info(name).shape`` is the logical
+    shape); ``"unpack"`` (numpy only) returns one ml_dtypes element per byte
+    in the logical shape (bit order: see ``validator.io.subbyte``).
 
     Names that ``save(..., dedupe=True)`` or ``save_model`` dropped as
     aliases resolve to the tensor they share (see ``aliases``).  Before each

@@ -50,14 +50,13 @@ from validator._errors import WriteError
 from validator._prefix import MAX_HEADER_SIZE
 from validator._rules import Profile
 from validator._validate import check_buffer
+from validator.io.subbyte import pack_subbyte
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
 _RANK: Final = {name: i for i, name in enumerate(DTYPES)}
 _escape = json.encoder.encode_basestring
-# Packing unpacked sub-byte arrays works through this many elements at a time.
-_PACK_CHUNK: Final = 1 << 20
 # A temporary of a dead writer is removed once it has not changed for this long.
 _STALE_SECONDS: Final = 60.0
 
@@ -138,32 +137,6 @@ def _immutable(arr: Any) -> bool:  # noqa: ANN401
     return type(base) is bytes
 
 
-def _pack(values: Any, dtype: str) -> Any:  # noqa: ANN401 - numpy arrays
-    """Pack one-byte sub-byte elements (ml_dtypes) into the bit stream the loader reads.
-
-    Element i goes to bits [w*i, w*(i+1)) of a little-endian bit stream (F4:
-    element 0 in the low nibble).  Works chunk by chunk to bound temporaries.
-    """
-    np = _numpy()["np"]
-    codes = np.ascontiguousarray(values).reshape(-1).view(np.uint8)
-    if DTYPE_BITS[dtype] == 4:
-        pairs = codes.reshape(-1, 2)
-        out = np.empty(len(pairs), np.uint8)
-        for i in range(0, len(pairs), _PACK_CHUNK):
-            p = pairs[i : i + _PACK_CHUNK]
-            out[i : i + len(p)] = (p[:, 0] & 0x0F) | (p[:, 1] << 4)
-        return out
-    quads = codes.reshape(-1, 4)
-    packed = np.empty((len(quads), 3), np.uint8)
-    for i in range(0, len(quads), _PACK_CHUNK):
-        c0, c1, c2, c3 = ((quads[i : i + _PACK_CHUNK, k] & 0x3F) for k in range(4))
-        out3 = packed[i : i + _PACK_CHUNK]
-        out3[:, 0] = c0 | (c1 << 6)
-        out3[:, 1] = (c1 >> 2) | (c2 << 4)
-        out3[:, 2] = (c2 >> 4) | (c3 << 2)
-    return packed.reshape(-1)
-
-
 def _from_numpy(name: str, arr: Any) -> _Item:  # noqa: ANN401
     mod = _numpy()
     np = mod["np"]
@@ -185,7 +158,7 @@ def _from_numpy(name: str, arr: Any) -> _Item:  # noqa: ANN401
         if (arr.size * DTYPE_BITS[dtype]) % 8:
             msg = f"tensor {name!r}: {arr.size} {dtype} elements do not fill whole bytes"
             raise WriteError(msg)
-        data = _pack(arr, dtype)
+        data = pack_subbyte(arr, dtype)
         return _Item(name, dtype, shape, data, data.nbytes, extent, source)
     if arr.dtype.byteorder == ">":
         arr = arr.astype(arr.dtype.newbyteorder("<"))
