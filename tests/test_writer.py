@@ -362,6 +362,30 @@ def test_element_count_overflow_is_refused_like_the_reference(tmp_path):
         assert f.keys() == ["e"]
 
 
+@pytest.mark.parametrize(
+    "shape",
+    [[2**32, 2**32, 0], [0, 2**63, 2**63], [2**63, 2, 0], [2**64 - 1, 0], [2**64, 0], [0, 2**64], [2**61, 8, 0], [2**60, 8, 0]],
+)
+@pytest.mark.parametrize("dtype", ["U8", "F32", "F4"])
+def test_refuses_exactly_the_empty_shapes_the_reference_rejects(tmp_path, dtype, shape):
+    path = tmp_path / "e.safetensors"
+    try:
+        validator.save({"e": (dtype, shape, b"")}, path)
+    except validator.WriteError:
+        refused = True
+        header = json.dumps({"e": {"dtype": dtype, "shape": shape, "data_offsets": [0, 0]}}, separators=(",", ":")).encode()
+        path.write_bytes(len(header).to_bytes(8, "little") + header)
+    else:
+        refused = False
+    try:
+        safetensors.safe_open(path, "np").keys()
+    except safetensors.SafetensorError:
+        rejected = True
+    else:
+        rejected = False
+    assert refused == rejected
+
+
 def test_fsync_syncs_the_file_and_its_directory(tmp_path, monkeypatch):
     import stat
 

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import ctypes
+import mmap
 import os
 from typing import TYPE_CHECKING, Any, Final
 
@@ -18,7 +19,7 @@ from validator.io.writer import serialize_items, to_bytes, write_file
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from validator._findings import Report
+    from validator._findings import Report, TensorInfo
     from validator._rules import Profile
 
 # The dtype names TensorSpec takes (torch's spelling) -> safetensors names.
@@ -218,3 +219,23 @@ def deserialize(bytes: bytes, *, profile: Profile | str = "strict") -> list[tupl
         data = bytearray(view[start + info.begin : start + info.end])
         out.append((name, {"shape": list(info.shape), "dtype": info.dtype, "data": data}))
     return out
+
+
+def copied(data: object, profile: Profile | str) -> tuple[list[tuple[str, TensorInfo]], Any]:
+    """Validate an in-memory file; its entries in file order and one copy of its data region.
+
+    The copy (a numpy uint8 array) is the only one: each tensor is a view of it.
+    """
+    import numpy as np  # noqa: PLC0415 - numpy loads only when used
+
+    report, view = checked_bytes(data, profile, "Error while deserializing")
+    tensors = report.tensors or {}
+    start = report.data_start or 0
+    size = len(view) - start
+    # An anonymous mapping, not np.empty: numpy asks for transparent huge
+    # pages on large arrays, and the kernel may then stall to compact memory.
+    # MAP_POPULATE: the kernel provides every page at once rather than one fault at a time.
+    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_POPULATE", 0)
+    buffer = np.frombuffer(mmap.mmap(-1, size, flags=flags), np.uint8) if size else np.empty(0, np.uint8)
+    np.copyto(buffer, np.frombuffer(view, np.uint8, size, start))
+    return sorted(tensors.items(), key=lambda entry: entry[1].data_offsets), buffer

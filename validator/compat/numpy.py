@@ -20,8 +20,8 @@ import numpy as np
 from validator._errors import WriteError
 from validator.compat._errors import CompatLoadError, SaveTypeError, SerializeError
 from validator.compat._open import safe_open
-from validator.compat._serialize import check_metadata, checked_bytes, write_items
-from validator.io.dtypes_np import numpy_dtype
+from validator.compat._serialize import check_metadata, copied, write_items
+from validator.io.dtypes_np import numpy_dtype, safetensors_dtype
 from validator.io.subbyte import unpack_subbyte
 from validator.io.writer import to_bytes
 
@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from validator._rules import Profile
 
 __all__ = ["load", "load_file", "save", "save_file"]
+
+safetensors_dtype(np.dtype(np.float32))  # builds the dtype table (ml_dtypes included) at import, not at first save
 
 
 def _arrays(tensor_dict: object) -> dict[str, Any]:
@@ -78,17 +80,22 @@ def load(data: bytes, *, profile: Profile | str = "strict") -> dict[str, np.ndar
 
 def load_items(data: bytes, profile: Profile | str) -> list[tuple[str, np.ndarray, TensorInfo]]:
     """Validate an in-memory file; (name, array, header entry) for each tensor, in file order."""
-    report, view = checked_bytes(data, profile, "Error while deserializing")
-    tensors = report.tensors or {}
-    start = report.data_start or 0
-    buffer = bytearray(view[start:])
-    names = sorted(tensors, key=lambda n: tensors[n].data_offsets)
-    return [(name, _array(name, buffer, tensors[name]), tensors[name]) for name in names]
+    entries, buffer = copied(data, profile)
+    frombuffer = np.frombuffer
+    out = []
+    for name, info in entries:
+        dtype = None if info.bits % 8 else numpy_dtype(info.dtype)
+        if dtype is not None and info.nbytes and not info.begin % dtype.itemsize:
+            array = frombuffer(buffer, dtype, info.nbytes // dtype.itemsize, info.begin).reshape(info.shape)
+        else:
+            array = _array(name, buffer, info)
+        out.append((name, array, info))
+    return out
 
 
-def _array(name: str, buffer: bytearray, info: TensorInfo) -> np.ndarray:
+def _array(name: str, buffer: np.ndarray, info: TensorInfo) -> np.ndarray:
+    raw = buffer[info.begin : info.end]
     if info.bits % 8:
-        raw = np.frombuffer(buffer, np.uint8, info.nbytes, info.begin)
         return unpack_subbyte(raw, info.dtype, info.numel).reshape(info.shape)  # type: ignore[no-any-return]
     dtype = numpy_dtype(info.dtype)
     if info.numel == 0:
@@ -97,10 +104,7 @@ def _array(name: str, buffer: bytearray, info: TensorInfo) -> np.ndarray:
         except (ValueError, OverflowError):
             msg = f"tensor {name!r} is empty but its shape {list(info.shape)} is too large for a numpy array"
             raise CompatLoadError(msg) from None
-    if info.begin % dtype.itemsize:
-        raw = np.frombuffer(buffer, np.uint8, info.nbytes, info.begin)
-        return raw.copy().view(dtype).reshape(info.shape)
-    return np.frombuffer(buffer, dtype, info.numel, info.begin).reshape(info.shape)
+    return raw.copy().view(dtype).reshape(info.shape)  # misaligned: an aligned copy
 
 
 def load_file(

@@ -29,7 +29,7 @@ from validator.compat._errors import (
     SerializeError,
 )
 from validator.compat._open import _float4, safe_open
-from validator.compat._serialize import DTYPE_CODES, check_metadata, checked_bytes, write_items
+from validator.compat._serialize import DTYPE_CODES, check_metadata, copied, write_items
 from validator.io.dtypes_torch import torch_dtype
 from validator.io.writer import to_bytes
 
@@ -226,16 +226,20 @@ def load_file(
 
 def load(data: bytes, *, profile: Profile | str = "strict") -> dict[str, torch.Tensor]:
     """Validate a file held in memory and return its tensors (writable, one copy in all)."""
-    report, view = checked_bytes(data, profile, "Error while deserializing")
-    tensors = report.tensors or {}
-    start = report.data_start or 0
-    buffer = bytearray(view[start:])
-    return {
-        name: _tensor(name, buffer, tensors[name]) for name in sorted(tensors, key=lambda n: tensors[n].data_offsets)
-    }
+    entries, buffer = copied(data, profile)
+    frombuffer = torch.frombuffer
+    out = {}
+    for name, info in entries:
+        dtype = None if info.bits % 8 else torch_dtype(info.dtype)
+        if dtype is not None and info.nbytes and not info.begin % dtype.itemsize:
+            flat = frombuffer(buffer, dtype=dtype, count=info.nbytes // dtype.itemsize, offset=info.begin)
+            out[name] = flat.reshape(info.shape)
+        else:
+            out[name] = _tensor(name, buffer, info)
+    return out
 
 
-def _tensor(name: str, buffer: bytearray, info: TensorInfo) -> torch.Tensor:
+def _tensor(name: str, buffer: Any, info: TensorInfo) -> torch.Tensor:  # noqa: ANN401 - a numpy uint8 array
     if info.bits % 8:
         if info.dtype != "F4":
             msg = f"Dtype not understood: {info.dtype}"
@@ -252,10 +256,8 @@ def _tensor(name: str, buffer: bytearray, info: TensorInfo) -> torch.Tensor:
         except (RuntimeError, TypeError, OverflowError):
             msg = f"tensor {name!r} is empty but its shape {list(info.shape)} is too large for a torch tensor"
             raise CompatLoadError(msg) from None
-    if info.begin % dtype.itemsize:
-        raw = torch.frombuffer(buffer, dtype=torch.uint8, count=info.nbytes, offset=info.begin)
-        return raw.clone().view(dtype).reshape(info.shape)
-    return torch.frombuffer(buffer, dtype=dtype, count=info.numel, offset=info.begin).reshape(info.shape)
+    raw = torch.frombuffer(buffer, dtype=torch.uint8, count=info.nbytes, offset=info.begin)
+    return raw.clone().view(dtype).reshape(info.shape)  # misaligned: an aligned copy
 
 
 def save_model(

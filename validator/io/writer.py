@@ -19,10 +19,9 @@
 # tensors and empty metadata; we write `{"__metadata__":{}}`.  The reference
 # writes a tensor named `__metadata__`, which no reader can load; we refuse it.
 #
-# Every header is checked by the validation core under the reference profile
-# before a byte is written, so the writer never produces a file that
-# safetensors 0.8.0 rejects (a header over 100,000,000 bytes, a shape whose
-# element count overflows 64 bits, ...).
+# Before a byte is written, every header is checked for what safetensors
+# 0.8.0 would still reject in it (see _check_readable), so the writer never
+# produces a file the reference rejects.
 #
 # The file is written to a temporary file in the target's directory and then
 # renamed over the target, so a reader that has the old file mapped keeps
@@ -48,8 +47,6 @@ from typing import TYPE_CHECKING, Any, Final
 from validator._dtypes import DTYPE_BITS, DTYPES
 from validator._errors import WriteError
 from validator._prefix import MAX_HEADER_SIZE
-from validator._rules import Profile
-from validator._validate import check_buffer
 from validator.io.subbyte import pack_subbyte
 
 if TYPE_CHECKING:
@@ -59,6 +56,7 @@ _RANK: Final = {name: i for i, name in enumerate(DTYPES)}
 _escape = json.encoder.encode_basestring
 # A temporary of a dead writer is removed once it has not changed for this long.
 _STALE_SECONDS: Final = 60.0
+_U64: Final = 1 << 64
 
 
 @dataclass
@@ -114,7 +112,7 @@ def _numpy() -> dict[str, Any]:
 
         from validator.io.dtypes_np import SUBBYTE, safetensors_dtype  # noqa: PLC0415 - numpy/torch load only when an input needs them
 
-        _NP.update(np=np, SUBBYTE=SUBBYTE, safetensors_dtype=safetensors_dtype, uint8=np.dtype(np.uint8))
+        _NP.update(np=np, SUBBYTE=SUBBYTE, safetensors_dtype=safetensors_dtype, dtypes={}, ndarray=np.ndarray)
     return _NP
 
 
@@ -137,35 +135,36 @@ def _immutable(arr: Any) -> bool:  # noqa: ANN401
     return type(base) is bytes
 
 
-def _from_numpy(name: str, arr: Any) -> _Item:  # noqa: ANN401
+def _from_numpy(name: str, arr: Any, track: bool) -> _Item:  # noqa: ANN401, FBT001
     mod = _numpy()
-    np = mod["np"]
-    dtype = mod["safetensors_dtype"](arr.dtype)
+    dtype = mod["dtypes"].get(arr.dtype)
     if dtype is None:
-        msg = f"tensor {name!r}: numpy dtype {arr.dtype} has no safetensors equivalent"
-        raise WriteError(msg)
-    shape = tuple(arr.shape)
+        dtype = mod["dtypes"][arr.dtype] = mod["safetensors_dtype"](arr.dtype)
+        if dtype is None:
+            msg = f"tensor {name!r}: numpy dtype {arr.dtype} has no safetensors equivalent"
+            raise WriteError(msg)
+    shape = arr.shape
     extent = None
-    if arr.size and not _immutable(arr):
+    if track and arr.size and not _immutable(arr):
         layout = (dtype, shape, arr.strides)
         if arr.base is None:
             extent = ("own", id(arr), id(arr) + 1, layout)
         else:
             low, high = _address(arr)
             extent = ("cpu", low, high, layout)
-    source = arr
     if dtype in mod["SUBBYTE"]:
         if (arr.size * DTYPE_BITS[dtype]) % 8:
             msg = f"tensor {name!r}: {arr.size} {dtype} elements do not fill whole bytes"
             raise WriteError(msg)
         data = pack_subbyte(arr, dtype)
-        return _Item(name, dtype, shape, data, data.nbytes, extent, source)
+        return _Item(name, dtype, shape, data, data.nbytes, extent, arr)
+    data = arr
     if arr.dtype.byteorder == ">":
-        arr = arr.astype(arr.dtype.newbyteorder("<"))
+        data = arr.astype(arr.dtype.newbyteorder("<"))
     elif not arr.flags.c_contiguous:
-        arr = np.ascontiguousarray(arr)
-    data = arr.reshape(-1).view(mod["uint8"])
-    return _Item(name, dtype, shape, data, data.nbytes, extent, source)
+        data = mod["np"].ascontiguousarray(arr)
+    # A C-contiguous array is itself a buffer of its bytes (for join and write).
+    return _Item(name, dtype, shape, data, arr.nbytes, extent, arr)
 
 
 def _from_torch(name: str, tensor: Any) -> _Item:  # noqa: ANN401
@@ -227,7 +226,9 @@ def _from_raw(name: str, value: tuple[Any, ...]) -> _Item:
     return _Item(name, dtype, tuple(shape), view, len(view))
 
 
-def _item(name: str, value: object) -> _Item:
+def _item(name: str, value: object, track: bool) -> _Item:  # noqa: FBT001
+    if _NP and isinstance(value, _NP["ndarray"]):
+        return _from_numpy(name, value, track)
     if isinstance(value, tuple):
         return _from_raw(name, value)
     if _is_torch(value):
@@ -236,7 +237,8 @@ def _item(name: str, value: object) -> _Item:
         import numpy as np  # noqa: PLC0415 - numpy/torch load only when an input needs them
 
         if isinstance(value, np.ndarray):
-            return _from_numpy(name, value)
+            _numpy()
+            return _from_numpy(name, value, track)
     msg = (
         f"tensor {name!r}: cannot save a {type(value).__name__}; "
         "pass a numpy array, a torch tensor or a (dtype, shape, bytes) triple"
@@ -325,6 +327,23 @@ def serialize_items(
     its own rule, as safetensors.numpy has none).  Raises WriteError for any
     input whose file safetensors 0.8.0 would reject.
     """
+    # Many tensors make many small objects; see the same pause in the loader.
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _serialize(tensors, metadata, dedupe=dedupe, check_shared=check_shared)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _serialize(
+    tensors: Mapping[str, object],
+    metadata: Mapping[str, str] | None,
+    *,
+    dedupe: bool,
+    check_shared: bool,
+) -> tuple[bytes, list[_Item], dict[str, str]]:
     if not hasattr(tensors, "items"):
         msg = f"tensors must be a mapping of names to tensors, not {type(tensors).__name__}"
         raise WriteError(msg)
@@ -341,7 +360,7 @@ def serialize_items(
         if name == "__metadata__":
             msg = "a tensor cannot be named '__metadata__': readers take that key for the metadata map"
             raise WriteError(msg)
-        items.append(_item(name, value))
+        items.append(_item(name, value, check_shared))
     dropped = _shared(items, dedupe=dedupe) if check_shared else {}
     if dropped:
         items = [i for i in items if i.name not in dropped]
@@ -352,12 +371,19 @@ def serialize_items(
     items.sort(key=lambda i: (-_RANK[i.dtype], i.name.encode("utf-8")))
     header = _header(items, metadata)
     head = len(header).to_bytes(8, "little") + header
-    _check_readable(head, sum(i.nbytes for i in items))
+    _check_readable(head, items)
     return head, items, dropped
 
 
-def _check_readable(head: bytes, data_size: int) -> None:
-    """Refuse a header that safetensors 0.8.0 would reject, before anything is written."""
+def _check_readable(head: bytes, items: list[_Item]) -> None:
+    """Refuse what safetensors 0.8.0 would reject in a header this writer made.
+
+    The header is canonical by construction (names and metadata are valid
+    Unicode, offsets are contiguous, each span matches its shape), so what is
+    left of the reference's checks (read_metadata) is: the 100,000,000-byte
+    limit, numbers that fit in 64 bits, and the element count and bit count,
+    multiplied out left to right, that must not overflow 64 bits.
+    """
     n = len(head) - 8
     if n > MAX_HEADER_SIZE:
         msg = (
@@ -365,12 +391,24 @@ def _check_readable(head: bytes, data_size: int) -> None:
             "readers; save fewer tensors or less metadata per file (shard the checkpoint)"
         )
         raise WriteError(msg)
-    report = check_buffer(head[:8], lambda size: head[8 : 8 + size], len(head) + data_size, Profile.REFERENCE)
-    if not report.valid:
-        first = report.errors[0]
-        where = f" (tensor {first.tensor!r})" if first.tensor is not None else ""
-        msg = f"safetensors 0.8.0 would reject this file{where}: {first.code} {first.slug} {first.message}"
-        raise WriteError(msg)
+    end = 0
+    for item in items:
+        numel = 1
+        for side in item.shape:
+            numel *= side
+            if numel >= _U64 or side >= _U64:
+                msg = (
+                    f"tensor {item.name!r}: safetensors 0.8.0 would reject this file: the element count of shape "
+                    f"{list(item.shape)} overflows 64 bits (ST403 size-overflow)"
+                )
+                raise WriteError(msg)
+        end += item.nbytes
+        if numel * DTYPE_BITS[item.dtype] >= _U64 or end >= _U64:
+            msg = (
+                f"tensor {item.name!r}: safetensors 0.8.0 would reject this file: "
+                "its size overflows 64 bits (ST403 size-overflow)"
+            )
+            raise WriteError(msg)
 
 
 def to_bytes(
@@ -381,25 +419,8 @@ def to_bytes(
     check_shared: bool = True,
 ) -> bytes:
     """The file ``save`` would write, as bytes (one copy of the tensor data)."""
-    head, items, _ = _serialize_paused(tensors, metadata, dedupe=dedupe, check_shared=check_shared)
+    head, items, _ = serialize_items(tensors, metadata, dedupe=dedupe, check_shared=check_shared)
     return b"".join([head, *(i.data for i in items if i.nbytes)])
-
-
-def _serialize_paused(
-    tensors: Mapping[str, object],
-    metadata: Mapping[str, str] | None,
-    *,
-    dedupe: bool,
-    check_shared: bool,
-) -> tuple[bytes, list[_Item], dict[str, str]]:
-    # Many tensors make many small objects; see the same pause in the loader.
-    paused = gc.isenabled()
-    gc.disable()
-    try:
-        return serialize_items(tensors, metadata, dedupe=dedupe, check_shared=check_shared)
-    finally:
-        if paused:
-            gc.enable()
 
 
 _SMALL: Final = 1 << 16
@@ -463,7 +484,7 @@ def save(
     names).  Returns that ``{dropped: kept}`` map (empty when nothing was
     dropped).
     """
-    head, items, dropped = _serialize_paused(tensors, metadata, dedupe=dedupe, check_shared=True)
+    head, items, dropped = serialize_items(tensors, metadata, dedupe=dedupe)
     write_file(os.fspath(path), head, items, fsync=fsync)
     return dropped
 
