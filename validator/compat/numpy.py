@@ -20,7 +20,7 @@ import numpy as np
 from validator._errors import WriteError
 from validator.compat._errors import CompatLoadError, SaveTypeError, SerializeError
 from validator.compat._open import safe_open
-from validator.compat._serialize import check_metadata, copied, write_items
+from validator.compat._serialize import check_metadata, copied, gc_paused, write_items
 from validator.io.dtypes_np import numpy_dtype, safetensors_dtype
 from validator.io.subbyte import unpack_subbyte
 from validator.io.writer import to_bytes
@@ -80,7 +80,11 @@ def load(data: bytes, *, profile: Profile | str = "strict") -> dict[str, np.ndar
 
 def load_items(data: bytes, profile: Profile | str) -> list[tuple[str, np.ndarray, TensorInfo]]:
     """Validate an in-memory file; (name, array, header entry) for each tensor, in file order."""
-    entries, buffer = copied(data, profile)
+    with gc_paused():
+        return _items(*copied(data, profile))
+
+
+def _items(entries: list[tuple[str, TensorInfo]], buffer: np.ndarray) -> list[tuple[str, np.ndarray, TensorInfo]]:
     frombuffer = np.frombuffer
     out = []
     for name, info in entries:

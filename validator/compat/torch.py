@@ -29,7 +29,7 @@ from validator.compat._errors import (
     SerializeError,
 )
 from validator.compat._open import _float4, safe_open
-from validator.compat._serialize import DTYPE_CODES, check_metadata, copied, write_items
+from validator.compat._serialize import DTYPE_CODES, check_metadata, copied, gc_paused, write_items
 from validator.io.dtypes_torch import torch_dtype
 from validator.io.writer import to_bytes
 
@@ -226,14 +226,18 @@ def load_file(
 
 def load(data: bytes, *, profile: Profile | str = "strict") -> dict[str, torch.Tensor]:
     """Validate a file held in memory and return its tensors (writable, one copy in all)."""
-    entries, buffer = copied(data, profile)
+    with gc_paused():
+        return _tensors(*copied(data, profile))
+
+
+def _tensors(entries: list[tuple[str, TensorInfo]], buffer: Any) -> dict[str, torch.Tensor]:  # noqa: ANN401 - a numpy array
     frombuffer = torch.frombuffer
     out = {}
     for name, info in entries:
         dtype = None if info.bits % 8 else torch_dtype(info.dtype)
         if dtype is not None and info.nbytes and not info.begin % dtype.itemsize:
             flat = frombuffer(buffer, dtype=dtype, count=info.nbytes // dtype.itemsize, offset=info.begin)
-            out[name] = flat.reshape(info.shape)
+            out[name] = flat if len(info.shape) == 1 else flat.reshape(info.shape)
         else:
             out[name] = _tensor(name, buffer, info)
     return out

@@ -59,7 +59,7 @@ _STALE_SECONDS: Final = 60.0
 _U64: Final = 1 << 64
 
 
-@dataclass
+@dataclass(slots=True)
 class _Item:
     name: str
     dtype: str
@@ -297,8 +297,12 @@ def _header(items: list[_Item], metadata: Mapping[str, str] | None) -> bytes:
             f'{_escape(item.name)}:{{"dtype":"{item.dtype}","shape":[{shape}],"data_offsets":[{offset},{end}]}}'
         )
         offset = end
-    text = ("{" + ",".join(parts) + "}").encode("utf-8")
-    return text + b" " * (-len(text) % 8)
+    text = ",".join(parts)
+    del parts  # the header's pieces go before its text is encoded: one copy at a time
+    body = text.encode("utf-8")
+    del text
+    size = len(body) + 2
+    return b"".join([(size + -size % 8).to_bytes(8, "little"), b"{", body, b"}", b" " * (-size % 8)])
 
 
 def _umask() -> int:
@@ -369,8 +373,7 @@ def _serialize(
             merged.setdefault(name, kept)
         metadata = merged
     items.sort(key=lambda i: (-_RANK[i.dtype], i.name.encode("utf-8")))
-    header = _header(items, metadata)
-    head = len(header).to_bytes(8, "little") + header
+    head = _header(items, metadata)
     _check_readable(head, items)
     return head, items, dropped
 
