@@ -30,6 +30,14 @@ def test_save_load_match_the_reference(tmp_path):
             np.testing.assert_array_equal(loaded[name], array)
 
 
+def test_large_arrays_save_file_matches_the_reference(tmp_path):
+    rng = np.random.default_rng(0)
+    tensors = {"w": rng.standard_normal((512, 600), dtype=np.float32), "b": rng.standard_normal(70_000).astype(np.float64)}
+    ours.save_file(tensors, tmp_path / "o.safetensors")
+    ref.save_file(tensors, tmp_path / "r.safetensors")
+    assert (tmp_path / "o.safetensors").read_bytes() == (tmp_path / "r.safetensors").read_bytes()
+
+
 def test_the_same_array_under_two_names_is_written_twice_as_the_reference_does():
     x = np.arange(4.0)
     assert ours.save({"a": x, "b": x}) == ref.save({"a": x, "b": x})

@@ -11,6 +11,8 @@
 # (pytorch#159076, still so in 2.9); bfloat16 and complex64 need macOS 14.
 # CUDA and CPU hold every dtype torch has.  Sub-byte dtypes load as packed
 # uint8 (or unpack on the CPU first), so every device holds them.
+# FRAMEWORK_CAPABILITIES does the same for the frameworks validator.compat
+# serves through numpy (JAX, MLX, paddle), keyed "framework:device".
 from __future__ import annotations
 
 import platform

@@ -112,7 +112,14 @@ def _numpy() -> dict[str, Any]:
 
         from validator.io.dtypes_np import SUBBYTE, safetensors_dtype  # noqa: PLC0415 - numpy/torch load only when an input needs them
 
-        _NP.update(np=np, SUBBYTE=SUBBYTE, safetensors_dtype=safetensors_dtype, dtypes={}, ndarray=np.ndarray)
+        _NP.update(
+            np=np,
+            SUBBYTE=SUBBYTE,
+            safetensors_dtype=safetensors_dtype,
+            dtypes={},
+            ndarray=np.ndarray,
+            uint8=np.dtype(np.uint8),
+        )
     return _NP
 
 
@@ -163,7 +170,8 @@ def _from_numpy(name: str, arr: Any, track: bool) -> _Item:  # noqa: ANN401, FBT
         data = arr.astype(arr.dtype.newbyteorder("<"))
     elif not arr.flags.c_contiguous:
         data = mod["np"].ascontiguousarray(arr)
-    # A C-contiguous array is itself a buffer of its bytes (for join and write).
+    if arr.nbytes >= _SMALL:  # written on its own: as bytes, or file.write copies element by element
+        data = data.reshape(-1).view(mod["uint8"])
     return _Item(name, dtype, shape, data, arr.nbytes, extent, arr)
 
 
