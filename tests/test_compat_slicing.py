@@ -81,10 +81,17 @@ items = st.one_of(
 indexes = items | st.tuples(items) | st.tuples(items, items) | st.tuples(items, items, items) | st.just([])
 
 
+def backwards(index: object) -> bool:
+    """Whether ``index`` holds a slice whose stop is before its start (both given, not negative)."""
+    items = index if isinstance(index, tuple) else (index,)
+    return any(
+        isinstance(i, slice) and i.start is not None and i.stop is not None and 0 <= i.stop < i.start for i in items
+    )
+
+
 @given(index=indexes)
 def test_drawn_indexes_match_the_reference(handles, index):
     ours, theirs = handles
-    ref = outcome(theirs.get_slice("a"), index)
-    if ref[:2] in (("raises", "SystemError"), ("raises", "ValueError")):
-        return  # a stop before its start: the deliberate difference above
-    assert outcome(ours.get_slice("a"), index) == ref
+    if backwards(index):
+        return  # the deliberate difference above (the reference may even panic here)
+    assert outcome(ours.get_slice("a"), index) == outcome(theirs.get_slice("a"), index)

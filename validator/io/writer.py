@@ -292,25 +292,27 @@ def _shared(items: list[_Item], *, dedupe: bool) -> dict[str, str]:
     return dropped
 
 
-def _header(items: list[_Item], metadata: Mapping[str, str] | None) -> bytes:
-    parts = []
+def _header(items: list[_Item], metadata: Mapping[str, str] | None) -> bytearray:
+    """The length prefix and the padded header, built in place (one copy of the text)."""
+    out = bytearray(b"\0\0\0\0\0\0\0\0{")
+    sep = ""
     if metadata is not None:
         inner = ",".join(f"{_escape(k)}:{_escape(metadata[k])}" for k in sorted(metadata))
-        parts.append(f'"__metadata__":{{{inner}}}')
+        out += f'"__metadata__":{{{inner}}}'.encode()
+        sep = ","
     offset = 0
     for item in items:
         shape = ",".join(map(str, item.shape))
         end = offset + item.nbytes
-        parts.append(
-            f'{_escape(item.name)}:{{"dtype":"{item.dtype}","shape":[{shape}],"data_offsets":[{offset},{end}]}}'
+        entry = (
+            f'{sep}{_escape(item.name)}:{{"dtype":"{item.dtype}","shape":[{shape}],"data_offsets":[{offset},{end}]}}'
         )
-        offset = end
-    text = ",".join(parts)
-    del parts  # the header's pieces go before its text is encoded: one copy at a time
-    body = text.encode("utf-8")
-    del text
-    size = len(body) + 2
-    return b"".join([(size + -size % 8).to_bytes(8, "little"), b"{", body, b"}", b" " * (-size % 8)])
+        out += entry.encode()
+        sep, offset = ",", end
+    out += b"}"
+    out += b" " * (-(len(out) - 8) % 8)
+    out[:8] = (len(out) - 8).to_bytes(8, "little")
+    return out
 
 
 def _umask() -> int:
@@ -332,7 +334,7 @@ def serialize_items(
     *,
     dedupe: bool,
     check_shared: bool = True,
-) -> tuple[bytes, list[_Item], dict[str, str]]:
+) -> tuple[bytearray, list[_Item], dict[str, str]]:
     """Header bytes (prefix included), the ordered items and the dropped names.
 
     ``check_shared=False`` skips the shared-storage check (the caller has
@@ -355,7 +357,7 @@ def _serialize(
     *,
     dedupe: bool,
     check_shared: bool,
-) -> tuple[bytes, list[_Item], dict[str, str]]:
+) -> tuple[bytearray, list[_Item], dict[str, str]]:
     if not hasattr(tensors, "items"):
         msg = f"tensors must be a mapping of names to tensors, not {type(tensors).__name__}"
         raise WriteError(msg)
@@ -386,7 +388,7 @@ def _serialize(
     return head, items, dropped
 
 
-def _check_readable(head: bytes, items: list[_Item]) -> None:
+def _check_readable(head: bytearray, items: list[_Item]) -> None:
     """Refuse what safetensors 0.8.0 would reject in a header this writer made.
 
     The header is canonical by construction (names and metadata are valid
@@ -500,7 +502,7 @@ def save(
     return dropped
 
 
-def write_file(target: str, head: bytes, items: list[_Item], *, fsync: bool = False) -> None:
+def write_file(target: str, head: bytes | bytearray, items: list[_Item], *, fsync: bool = False) -> None:
     """Write a serialised file atomically (see ``save``)."""
     directory = os.path.dirname(os.path.abspath(target))  # noqa: PTH100, PTH120
     base = os.path.basename(target)  # noqa: PTH119
