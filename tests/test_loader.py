@@ -536,3 +536,44 @@ def test_subbyte_unpack_peak_memory_is_bounded(tmp_path):
         assert codes[:4].tolist() == [raw[0] & 15, raw[0] >> 4, raw[1] & 15, raw[1] >> 4]
         assert codes[-1] == raw[-1] >> 4
     assert peak < 2 * packed + (8 << 20), f"unpacking {packed >> 20} MiB of F4 peaked at {peak >> 20} MiB"
+
+
+def test_source_error_message_is_readable(tmp_path):
+    # errno and filename are set for callers; the message stays "path: reason".
+    missing = tmp_path / "missing.safetensors"
+    with pytest.raises(validator.SourceError) as info:
+        validator.open(missing)
+    assert str(info.value) == f"{missing}: No such file or directory"
+    assert info.value.errno == 2
+
+
+@pytest.mark.parametrize(("framework", "writable"), [("numpy", False), ("numpy", True), ("torch", False)])
+def test_batch_load_equals_one_by_one(tmp_path, framework, writable):
+    if framework == "torch":
+        pytest.importorskip("torch")
+    entries = {
+        "a": ("U8", [1], b"\x07"),
+        "b": ("F32", [3], sample("F32", 3)),  # misaligned: starts at data offset 1
+        "c": ("F16", [2, 0], b""),
+        "d": ("BF16", [2, 2], sample("BF16", 4)),
+        "e": ("F4", [4], b"\x21\x43"),
+        "f": ("I64", [2], sample("I64", 2)),
+    }
+    path = write(tmp_path, "mixed.safetensors", build(entries))
+    with validator.open(path, framework=framework, writable=writable) as f:
+        batch = f.load(f.entries())
+        assert list(batch) == f.offset_keys()
+        for name in entries:
+            one = f.get(name)
+            got = batch[name]
+            assert type(got) is type(one)
+            assert got.dtype == one.dtype
+            assert tuple(got.shape) == tuple(one.shape)
+            if framework == "torch":
+                assert torch_bytes(got) == torch_bytes(one)
+            else:
+                assert got.tobytes() == one.tobytes()
+                assert got.flags.writeable == one.flags.writeable == writable
+        if framework == "numpy" and writable:
+            batch["f"][0] = -1
+            assert f.get("f")[0] != -1  # a batch is the caller's own
