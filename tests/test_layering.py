@@ -5,9 +5,10 @@
 #   core         validator/_*.py: the validation core; imports only itself
 #   io           loader, writer, index, devices, dtype maps; imports the core
 #   testing      the strategies' internals; imports the core
-#   scan, fuzz, conformance, remote
+#   scan, fuzz, conformance, remote, compat
 #                applications; import the core and io (fuzz also drives the
-#                strategies; remote also runs the deep scanner while it downloads)
+#                strategies; remote also runs the deep scanner while it downloads;
+#                compat is the drop-in safetensors API over the loader and writer)
 #   cli          the command line; imports anything
 #
 # Facades: `validator/__init__.py` (the core, plus io for the typed lazy
@@ -37,6 +38,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "package": frozenset({"core", "io", "package"}),
     "strategies": frozenset({"core", "testing", "strategies"}),
     "remote": frozenset({"core", "io", "scan", "remote", "package"}),
+    "compat": frozenset({"core", "io", "compat", "package"}),
     "cli": frozenset({"core", "io", "testing", "scan", "fuzz", "conformance", "remote", "cli", "package", "strategies"}),
     "main": frozenset({"cli", "package"}),
 }
@@ -195,6 +197,7 @@ HEAVY = (
     "validator.conformance",
     "validator.testing",
     "validator.remote",
+    "validator.compat",
     "validator.io",
 )
 

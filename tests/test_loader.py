@@ -421,3 +421,148 @@ def test_import_validator_stays_free_of_numpy_and_torch():
     )
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     subprocess.run([sys.executable, "-c", code], check=True, env=env)
+
+
+# -- file objects, aliases, writable arrays, casts (issues 12, 13, 15) -------
+
+
+def test_open_from_a_file_object_uses_its_descriptor(tmp_path):
+    path = write(tmp_path, "fileobj.safetensors", build({"t": ("I16", [2], sample("I16", 2))}))
+    with open(path, "rb") as raw, validator.open(raw) as f:  # noqa: PTH123
+        assert f.path == path
+        assert f.get("t").tobytes() == sample("I16", 2)
+    with open(path) as text, validator.open(text) as f:  # noqa: PTH123 - a text-mode object has a descriptor too
+        assert f.keys() == ["t"]
+    with pytest.raises(validator.SourceError, match="cannot open a list"):
+        validator.open([])
+
+
+def test_alias_metadata_from_dedupe_resolves(tmp_path):
+    embed = np.arange(6, dtype=np.float32).reshape(2, 3)
+    path = tmp_path / "tied.safetensors"
+    validator.save({"embed": embed, "lm_head": embed}, path, {"format": "np"}, dedupe=True)
+    with validator.open(path) as f:
+        assert f.keys() == ["embed"]
+        assert f.aliases == {"lm_head": "embed"}
+        np.testing.assert_array_equal(f.get("lm_head"), embed)
+        assert f.info("lm_head").shape == (2, 3)
+        np.testing.assert_array_equal(f.get_slice("lm_head")[1], embed[1])
+        with pytest.raises(KeyError, match="no tensor named 'format'"):
+            f.get("format")  # a metadata value that names no tensor is no alias
+
+
+def test_writable_arrays_are_independent_and_never_reach_the_file(tmp_path):
+    big = np.arange(1 << 19, dtype=np.float32)  # 2 MiB: its own copy-on-write mapping
+    small = np.arange(4, dtype=np.int64)
+    path = tmp_path / "w.safetensors"
+    validator.save({"big": big, "small": small}, path)
+    content = path.read_bytes()
+    with validator.open(path, writable=True) as f:
+        a, b = f.get("big"), f.get("small")
+        assert a.flags.writeable
+        assert b.flags.writeable
+        a[:] = -1
+        b[:] = -1
+        np.testing.assert_array_equal(f.get("big"), big)  # a second load is not the first
+        np.testing.assert_array_equal(f.get("small"), small)
+    assert path.read_bytes() == content
+
+
+def test_numpy_cast_accepts_numpy_names_and_checks_at_open(tmp_path):
+    values = np.array([1.5, -2.25], dtype="<f8")
+    path = write(tmp_path, "f64.safetensors", build({"d": ("F64", [2], values.tobytes())}))
+    with validator.open(path, cast={"F64": "float32"}) as f:
+        assert f.get("d").dtype == np.float32
+        assert f.get("d").tolist() == [1.5, -2.25]
+    with validator.open(path, cast={"F64": "bfloat16"}) as f:
+        assert f.get("d").dtype == ml_dtypes.bfloat16
+    with pytest.raises(ValueError, match="unknown cast target 'float99'"):
+        validator.open(path, cast={"F64": "float99"})
+
+
+# -- a file truncated after open (issue 15) ----------------------------------
+
+TRUNCATE_SCRIPT = """
+import os, sys, validator
+path = sys.argv[1]
+f = validator.open(path, framework=sys.argv[2])
+os.truncate(path, 100)
+try:
+    print("read", int(f.get("big")[-1]))  # touches the last page
+except validator.LoadError as exc:
+    print("refused:", exc)
+"""
+
+
+@pytest.mark.parametrize("framework", ["numpy", "torch"])
+def test_truncated_after_open_is_refused_not_sigbus(tmp_path, framework):
+    if framework == "torch":
+        pytest.importorskip("torch")
+    size = 1 << 20
+    path = write(tmp_path, "shrinks.safetensors", build({"big": ("U8", [size], b"\x01" * size)}))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    run = subprocess.run([sys.executable, "-c", TRUNCATE_SCRIPT, path, framework], capture_output=True, text=True, env=env, check=False)
+    assert run.returncode == 0, f"killed by signal {-run.returncode}" if run.returncode < 0 else run.stderr
+    assert "refused:" in run.stdout
+    assert "shrank to 100 bytes" in run.stdout
+
+
+# -- sub-byte unpacking stays bounded (issue 15) -----------------------------
+
+
+def test_subbyte_unpack_peak_memory_is_bounded(tmp_path):
+    import tracemalloc
+
+    packed = 16 << 20  # 16 MiB of F4: 32 Mi elements, one byte each when unpacked
+    raw = np.random.default_rng(0).integers(0, 256, packed, dtype=np.uint8).tobytes()
+    path = write(tmp_path, "f4_big.safetensors", build({"q": ("F4", [2 * packed], raw)}))
+    with validator.open(path, subbyte="unpack") as f:
+        tracemalloc.start()
+        q = f.get("q")
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        codes = q.view(np.uint8)
+        assert codes[:4].tolist() == [raw[0] & 15, raw[0] >> 4, raw[1] & 15, raw[1] >> 4]
+        assert codes[-1] == raw[-1] >> 4
+    assert peak < 2 * packed + (8 << 20), f"unpacking {packed >> 20} MiB of F4 peaked at {peak >> 20} MiB"
+
+
+def test_source_error_message_is_readable(tmp_path):
+    # errno and filename are set for callers; the message stays "path: reason".
+    missing = tmp_path / "missing.safetensors"
+    with pytest.raises(validator.SourceError) as info:
+        validator.open(missing)
+    assert str(info.value) == f"{missing}: No such file or directory"
+    assert info.value.errno == 2
+
+
+@pytest.mark.parametrize(("framework", "writable"), [("numpy", False), ("numpy", True), ("torch", False)])
+def test_batch_load_equals_one_by_one(tmp_path, framework, writable):
+    if framework == "torch":
+        pytest.importorskip("torch")
+    entries = {
+        "a": ("U8", [1], b"\x07"),
+        "b": ("F32", [3], sample("F32", 3)),  # misaligned: starts at data offset 1
+        "c": ("F16", [2, 0], b""),
+        "d": ("BF16", [2, 2], sample("BF16", 4)),
+        "e": ("F4", [4], b"\x21\x43"),
+        "f": ("I64", [2], sample("I64", 2)),
+    }
+    path = write(tmp_path, "mixed.safetensors", build(entries))
+    with validator.open(path, framework=framework, writable=writable) as f:
+        batch = f.load(f.entries())
+        assert list(batch) == f.offset_keys()
+        for name in entries:
+            one = f.get(name)
+            got = batch[name]
+            assert type(got) is type(one)
+            assert got.dtype == one.dtype
+            assert tuple(got.shape) == tuple(one.shape)
+            if framework == "torch":
+                assert torch_bytes(got) == torch_bytes(one)
+            else:
+                assert got.tobytes() == one.tobytes()
+                assert got.flags.writeable == one.flags.writeable == writable
+        if framework == "numpy" and writable:
+            batch["f"][0] = -1
+            assert f.get("f")[0] != -1  # a batch is the caller's own

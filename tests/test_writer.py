@@ -339,3 +339,139 @@ def test_output_is_deterministic_and_valid(tmp_path):
     assert first == second
     assert validator.validate(first).valid
     assert validator.validate(first).findings == ()
+
+
+# -- refusing files the reference rejects; durability; temporaries (issues 12, 15)
+
+
+def test_header_over_the_reference_limit_is_refused(tmp_path):
+    with pytest.raises(validator.WriteError, match="over the 100,000,000-byte limit"):
+        validator.save({"x": np.zeros(1)}, tmp_path / "big.safetensors", {"k": "v" * 100_000_000})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_element_count_overflow_is_refused_like_the_reference(tmp_path):
+    # Zero elements, but the reference multiplies the sides left to right and
+    # overflows 64 bits before it meets the 0 (ValidationOverflow).
+    tensors = {"e": ("U8", [2**40, 2**40, 0], b"")}
+    with pytest.raises(validator.WriteError, match=r"safetensors 0\.8\.0 would reject this file.*size-overflow"):
+        validator.save(tensors, tmp_path / "e.safetensors")
+    assert list(tmp_path.iterdir()) == []
+    validator.save({"e": ("U8", [0, 2**40, 2**40], b"")}, tmp_path / "ok.safetensors")
+    with safetensors.safe_open(tmp_path / "ok.safetensors", "np") as f:
+        assert f.keys() == ["e"]
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [[2**32, 2**32, 0], [0, 2**63, 2**63], [2**63, 2, 0], [2**64 - 1, 0], [2**64, 0], [0, 2**64], [2**61, 8, 0], [2**60, 8, 0]],
+)
+@pytest.mark.parametrize("dtype", ["U8", "F32", "F4"])
+def test_refuses_exactly_the_empty_shapes_the_reference_rejects(tmp_path, dtype, shape):
+    path = tmp_path / "e.safetensors"
+    try:
+        validator.save({"e": (dtype, shape, b"")}, path)
+    except validator.WriteError:
+        refused = True
+        header = json.dumps({"e": {"dtype": dtype, "shape": shape, "data_offsets": [0, 0]}}, separators=(",", ":")).encode()
+        path.write_bytes(len(header).to_bytes(8, "little") + header)
+    else:
+        refused = False
+    try:
+        safetensors.safe_open(path, "np").keys()
+    except safetensors.SafetensorError:
+        rejected = True
+    else:
+        rejected = False
+    assert refused == rejected
+
+
+def test_fsync_syncs_the_file_and_its_directory(tmp_path, monkeypatch):
+    import stat
+
+    synced = []
+    real = os.fsync
+
+    def spy(fd):
+        synced.append("dir" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file")
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", spy)
+    validator.save({"w": np.zeros(2)}, tmp_path / "m.safetensors", fsync=True)
+    assert synced == ["file", "dir"]
+    synced.clear()
+    validator.save({"w": np.zeros(2)}, tmp_path / "m.safetensors")
+    assert synced == []
+
+
+KILLED_WRITER = """
+import os, signal, sys, numpy as np, validator
+from validator.io import writer
+real = writer._write_data
+def die(out, items):
+    out.write(b"partial" * 1000)
+    out.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
+writer._write_data = die
+validator.save({"w": np.zeros(1000)}, sys.argv[1])
+"""
+
+
+def test_temporary_of_a_killed_writer_is_removed_by_the_next_save(tmp_path):
+    import subprocess
+    import sys
+
+    target = tmp_path / "m.safetensors"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    run = subprocess.run([sys.executable, "-c", KILLED_WRITER, str(target)], env=env, check=False)
+    assert run.returncode == -9
+    (left,) = tmp_path.iterdir()
+    assert left.name.startswith(".m.safetensors.")
+    assert left.name.endswith(".tmp")
+    # Other files that must survive: a live writer's temporary, a fresh one, foreign names.
+    live = tmp_path / f".m.safetensors.{os.getpid()}.abcdefgh.tmp"
+    dead_pid = 2**22 + 7  # above the largest PID Linux hands out
+    fresh = tmp_path / f".m.safetensors.{dead_pid}.abcdefgh.tmp"
+    other = tmp_path / ".m.safetensors.backup.tmp"
+    for keep in (live, fresh, other):
+        keep.write_bytes(b"x")
+    old = left.stat().st_mtime - 3600
+    for stale in (left, live, other):
+        os.utime(stale, (old, old))
+    validator.save({"w": np.ones(3)}, target)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["m.safetensors", live.name, fresh.name, other.name])
+
+
+# -- aliasing that is no aliasing, and aliasing across libraries (issue 15) ---
+
+
+def test_interned_one_byte_buffers_are_not_the_same_tensor(tmp_path):
+    a = np.frombuffer(b"\x05", np.uint8)
+    b = np.frombuffer(b"\x05", np.uint8)
+    assert a.ctypes.data == b.ctypes.data  # CPython shares the one-byte bytes object
+    validator.save({"a": a, "b": b}, tmp_path / "x.safetensors")
+    with validator.open(tmp_path / "x.safetensors") as f:
+        assert f.get("a").tolist() == f.get("b").tolist() == [5]
+
+
+def test_numpy_array_and_torch_from_numpy_of_it_dedupe(tmp_path):
+    torch = pytest.importorskip("torch")
+    arr = np.arange(6, dtype=np.float32).reshape(2, 3)
+    tensors = {"np": arr, "pt": torch.from_numpy(arr)}
+    with pytest.raises(validator.WriteError, match="are the same tensor"):
+        validator.save(tensors, tmp_path / "x.safetensors")
+    assert validator.save(tensors, tmp_path / "x.safetensors", dedupe=True) == {"pt": "np"}
+    with validator.open(tmp_path / "x.safetensors") as f:
+        np.testing.assert_array_equal(f.get("pt"), arr)
+
+
+def test_subbyte_pack_round_trips_in_chunks(tmp_path, monkeypatch):
+    from validator.io import subbyte
+
+    monkeypatch.setattr(subbyte, "CHUNK", 3)  # several chunks, one partial
+    rng = np.random.default_rng(1)
+    for dtype, np_type, numel in (("F4", ml_dtypes.float4_e2m1fn, 14), ("F6_E2M3", ml_dtypes.float6_e2m3fn, 28)):
+        codes = rng.integers(0, 1 << DTYPE_BITS[dtype], numel, dtype=np.uint8)
+        validator.save({"s": codes.view(np_type)}, tmp_path / "s.safetensors")
+        with validator.open(tmp_path / "s.safetensors", subbyte="unpack") as f:
+            assert f.get("s").view(np.uint8).tolist() == codes.tolist()

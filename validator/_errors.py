@@ -20,6 +20,10 @@ class SourceError(StcheckError, OSError):
     bytes nor a binary file.  It is an ``OSError``: ``errno`` is set when an
     operating-system error caused it."""
 
+    # The message as given: OSError would render "[Errno 2] None: 'path'"
+    # once errno and filename are set without a strerror.
+    __str__ = Exception.__str__
+
 
 class RemoteError(SourceError):
     """A remote source could not be read: a network error, an HTTP error

@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from validator._display import finding_line
 from validator._dtypes import DTYPE_BITS
-from validator._prefix import PREFIX_LEN
-from validator._rules import Profile, Rule, Severity
+from validator._rules import PREFIX_LEN, Profile, Rule, Severity
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence

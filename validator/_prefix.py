@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
+from validator._rules import MAX_HEADER_SIZE, PREFIX_LEN
 from validator._sniff import SNIFF_LEN, Identified, identify
 
 if TYPE_CHECKING:
@@ -22,8 +23,8 @@ if TYPE_CHECKING:
 
     from validator._check import Checker
 
-PREFIX_LEN: Final = 8
-MAX_HEADER_SIZE: Final = 100_000_000
+# PREFIX_LEN and MAX_HEADER_SIZE are defined with the rule catalogue, which
+# states its rules against them (and which _findings may import without a cycle).
 # A declared length is quoted as a number only below this: 8 bytes whose top
 # four are zero are a length, not text or another format's magic.
 _QUOTED_BELOW: Final = 1 << 32

@@ -10,6 +10,12 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final
 
+# "8 bytes: N, an unsigned little-endian 64-bit integer, containing the size
+# of the header"; the reference refuses N above 100,000,000 (MAX_HEADER_SIZE
+# in safetensors' lib.rs), which the spec does not state.
+PREFIX_LEN: Final = 8
+MAX_HEADER_SIZE: Final = 100_000_000
+
 
 class Severity(enum.Enum):
     """How bad a finding is: errors make a file invalid, warnings do not."""

@@ -11,11 +11,13 @@
 # (pytorch#159076, still so in 2.9); bfloat16 and complex64 need macOS 14.
 # CUDA and CPU hold every dtype torch has.  Sub-byte dtypes load as packed
 # uint8 (or unpack on the CPU first), so every device holds them.
+# FRAMEWORK_CAPABILITIES does the same for the frameworks validator.compat
+# serves through numpy (JAX, MLX, paddle), keyed "framework:device".
 from __future__ import annotations
 
 import platform
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final
 
@@ -27,12 +29,15 @@ class Capability:
     """What one device kind can hold.
 
     ``never`` lists dtypes the device cannot hold at all, each with the reason;
-    ``min_os`` lists dtypes that need at least this OS version, as a tuple.
+    ``min_os`` lists dtypes that need at least this OS version, as a tuple;
+    ``narrows`` lists dtypes the framework converts to a narrower type on
+    load (safetensors' own loaders do the same), each with the reason.
     """
 
     kind: str
     never: MappingProxyType[str, str]
     min_os: MappingProxyType[str, tuple[int, ...]]
+    narrows: MappingProxyType[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
 
 _F8: Final = ("F8_E4M3", "F8_E5M2", "F8_E8M0", "F8_E4M3FNUZ", "F8_E5M2FNUZ")
@@ -58,6 +63,57 @@ CAPABILITIES: Final = MappingProxyType(
         ),
     },
 )
+
+# The frameworks validator.compat serves through numpy, by "framework:device".
+# Observed on CPU wheels (jax/jaxlib 0.10.2, mlx 0.32.4, paddlepaddle 3.3.1)
+# by converting an array of every dtype and reading the bytes back; "mlx:gpu"
+# adds MLX's documented rule that float64 runs on the CPU only.
+_F6: Final = ("F6_E2M3", "F6_E3M2")
+_JAX_NARROWS: Final = dict.fromkeys(("F64", "I64", "U64"), "JAX makes 64-bit types 32-bit unless jax_enable_x64 is set")
+_MLX_NEVER: Final = {
+    "F4": "MLX has no float4 type",
+    **dict.fromkeys(_F6, "MLX has no float6 types"),
+    **dict.fromkeys(_F8, "MLX has no float8 types"),
+}
+_PADDLE_NEVER: Final = {
+    "U16": "paddle reads uint16 arrays as bfloat16",
+    "U32": "paddle has no uint32",
+    "U64": "paddle has no uint64",
+    "F8_E8M0": "paddle has no float8_e8m0fnu",
+    "F8_E4M3FNUZ": "paddle has no float8_e4m3fnuz",
+    "F8_E5M2FNUZ": "paddle has no float8_e5m2fnuz",
+    "F4": "paddle has no float4 type",
+    **dict.fromkeys(_F6, "paddle has no float6 types"),
+}
+FRAMEWORK_CAPABILITIES: Final = MappingProxyType(
+    {
+        "jax:cpu": Capability(
+            "jax:cpu",
+            MappingProxyType(dict.fromkeys(_F6, "XLA has no float6 types")),
+            _NO_OS,
+            MappingProxyType(_JAX_NARROWS),
+        ),
+        "mlx:cpu": Capability(
+            "mlx:cpu",
+            MappingProxyType(_MLX_NEVER),
+            _NO_OS,
+            MappingProxyType({"F64": "MLX makes float64 arrays float32"}),
+        ),
+        "mlx:gpu": Capability(
+            "mlx:gpu",
+            MappingProxyType({**_MLX_NEVER, "F64": "MLX runs float64 on the CPU only"}),
+            _NO_OS,
+        ),
+        "paddle:cpu": Capability("paddle:cpu", MappingProxyType(_PADDLE_NEVER), _NO_OS),
+    },
+)
+
+
+def framework_unsupported(key: str, dtype: str) -> str | None:
+    """Why framework:device ``key`` (e.g. ``"paddle:cpu"``) cannot hold ``dtype``, or None."""
+    cap = FRAMEWORK_CAPABILITIES.get(key)
+    return None if cap is None else cap.never.get(dtype)
+
 
 _DEVICE: Final = re.compile(r"(cpu|mps|cuda)(?::(\d+))?\Z")
 

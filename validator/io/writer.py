@@ -19,31 +19,47 @@
 # tensors and empty metadata; we write `{"__metadata__":{}}`.  The reference
 # writes a tensor named `__metadata__`, which no reader can load; we refuse it.
 #
+# Before a byte is written, every header is checked for what safetensors
+# 0.8.0 would still reject in it (see _check_readable), so the writer never
+# produces a file the reference rejects.
+#
 # The file is written to a temporary file in the target's directory and then
 # renamed over the target, so a reader that has the old file mapped keeps
-# seeing the old bytes, and nobody ever sees a half-written file.
+# seeing the old bytes, and nobody ever sees a half-written file.  The
+# temporary is named `.NAME.PID.XXXXXXXX.tmp`; a writer killed with SIGKILL
+# leaves it behind, and the next save of NAME removes it once no process with
+# that PID runs on this machine and it has not been written for a minute.
 from __future__ import annotations
 
 import contextlib
+import errno
 import gc
 import json
 import os
+import re
+import stat
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from validator._dtypes import DTYPE_BITS, DTYPES
 from validator._errors import WriteError
+from validator._prefix import MAX_HEADER_SIZE
+from validator.io.subbyte import pack_subbyte
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
 _RANK: Final = {name: i for i, name in enumerate(DTYPES)}
 _escape = json.encoder.encode_basestring
+# A temporary of a dead writer is removed once it has not changed for this long.
+_STALE_SECONDS: Final = 60.0
+_U64: Final = 1 << 64
 
 
-@dataclass
+@dataclass(slots=True)
 class _Item:
     name: str
     dtype: str
@@ -54,6 +70,8 @@ class _Item:
     # for the shared-storage check; None when the input cannot alias.  An
     # array that owns its memory gets the space "own" and its id: only the
     # same object can alias it, unless views are saved too (see _shared).
+    # The layout is (dtype, shape, byte strides), the same for a numpy array
+    # and torch.from_numpy of it.
     extent: tuple[str, int, int, tuple[Any, ...]] | None = None
     source: Any = None
 
@@ -92,9 +110,16 @@ def _numpy() -> dict[str, Any]:
     if not _NP:
         import numpy as np  # noqa: PLC0415 - numpy/torch load only when an input needs them
 
-        from validator.io.dtypes_np import SUBBYTE, pack, safetensors_dtype  # noqa: PLC0415 - numpy/torch load only when an input needs them
+        from validator.io.dtypes_np import SUBBYTE, safetensors_dtype  # noqa: PLC0415 - numpy/torch load only when an input needs them
 
-        _NP.update(np=np, SUBBYTE=SUBBYTE, pack=pack, safetensors_dtype=safetensors_dtype)
+        _NP.update(
+            np=np,
+            SUBBYTE=SUBBYTE,
+            safetensors_dtype=safetensors_dtype,
+            dtypes={},
+            ndarray=np.ndarray,
+            uint8=np.dtype(np.uint8),
+        )
     return _NP
 
 
@@ -105,35 +130,49 @@ def _address(arr: Any) -> tuple[int, int]:  # noqa: ANN401
     return _byte_bounds(arr)
 
 
-def _from_numpy(name: str, arr: Any) -> _Item:  # noqa: ANN401
+def _immutable(arr: Any) -> bool:  # noqa: ANN401
+    """Whether ``arr`` views a ``bytes`` object: memory nobody can write.
+
+    CPython shares one object for equal one-byte ``bytes``, so two unrelated
+    ``np.frombuffer(b"\x05")`` arrays have the same address; saving both is
+    no aliasing worth refusing."""
+    base = arr.base
+    while base is not None and hasattr(base, "base"):
+        base = base.base
+    return type(base) is bytes
+
+
+def _from_numpy(name: str, arr: Any, track: bool) -> _Item:  # noqa: ANN401, FBT001
     mod = _numpy()
-    np = mod["np"]
-    dtype = mod["safetensors_dtype"](arr.dtype)
+    dtype = mod["dtypes"].get(arr.dtype)
     if dtype is None:
-        msg = f"tensor {name!r}: numpy dtype {arr.dtype} has no safetensors equivalent"
-        raise WriteError(msg)
+        dtype = mod["dtypes"][arr.dtype] = mod["safetensors_dtype"](arr.dtype)
+        if dtype is None:
+            msg = f"tensor {name!r}: numpy dtype {arr.dtype} has no safetensors equivalent"
+            raise WriteError(msg)
+    shape = arr.shape
     extent = None
-    if arr.size:
-        layout = (arr.dtype.str, arr.shape, arr.strides)
+    if track and arr.size and not _immutable(arr):
+        layout = (dtype, shape, arr.strides)
         if arr.base is None:
             extent = ("own", id(arr), id(arr) + 1, layout)
         else:
             low, high = _address(arr)
             extent = ("cpu", low, high, layout)
-    source = arr
     if dtype in mod["SUBBYTE"]:
         if (arr.size * DTYPE_BITS[dtype]) % 8:
             msg = f"tensor {name!r}: {arr.size} {dtype} elements do not fill whole bytes"
             raise WriteError(msg)
-        data = mod["pack"](arr, dtype)
-        return _Item(name, dtype, tuple(arr.shape), data, data.nbytes, extent, source)
-    shape = tuple(arr.shape)  # np.ascontiguousarray turns a 0-d array into 1-d
+        data = pack_subbyte(arr, dtype)
+        return _Item(name, dtype, shape, data, data.nbytes, extent, arr)
+    data = arr
     if arr.dtype.byteorder == ">":
-        arr = arr.astype(arr.dtype.newbyteorder("<"))
+        data = arr.astype(arr.dtype.newbyteorder("<"))
     elif not arr.flags.c_contiguous:
-        arr = np.ascontiguousarray(arr)
-    data = arr.reshape(-1).view(np.uint8)
-    return _Item(name, dtype, shape, data, data.nbytes, extent, source)
+        data = mod["np"].ascontiguousarray(arr)
+    if arr.nbytes >= _SMALL:  # written on its own: as bytes, or file.write copies element by element
+        data = data.reshape(-1).view(mod["uint8"])
+    return _Item(name, dtype, shape, data, arr.nbytes, extent, arr)
 
 
 def _from_torch(name: str, tensor: Any) -> _Item:  # noqa: ANN401
@@ -157,7 +196,8 @@ def _from_torch(name: str, tensor: Any) -> _Item:  # noqa: ANN401
         span = sum((size - 1) * stride for size, stride in zip(tensor.shape, tensor.stride(), strict=True)) + 1
         low = tensor.data_ptr()
         size = tensor.element_size()
-        extent = (str(tensor.device), low, low + span * size, (str(tensor.dtype), shape, tuple(tensor.stride())))
+        layout = (dtype, shape, tuple(stride * size for stride in tensor.stride()))
+        extent = (str(tensor.device), low, low + span * size, layout)
     if not tensor.numel():
         return _Item(name, dtype, shape, b"", 0, None)
     tensor = tensor.detach()
@@ -194,7 +234,9 @@ def _from_raw(name: str, value: tuple[Any, ...]) -> _Item:
     return _Item(name, dtype, tuple(shape), view, len(view))
 
 
-def _item(name: str, value: object) -> _Item:
+def _item(name: str, value: object, track: bool) -> _Item:  # noqa: FBT001
+    if _NP and isinstance(value, _NP["ndarray"]):
+        return _from_numpy(name, value, track)
     if isinstance(value, tuple):
         return _from_raw(name, value)
     if _is_torch(value):
@@ -203,7 +245,8 @@ def _item(name: str, value: object) -> _Item:
         import numpy as np  # noqa: PLC0415 - numpy/torch load only when an input needs them
 
         if isinstance(value, np.ndarray):
-            return _from_numpy(name, value)
+            _numpy()
+            return _from_numpy(name, value, track)
     msg = (
         f"tensor {name!r}: cannot save a {type(value).__name__}; "
         "pass a numpy array, a torch tensor or a (dtype, shape, bytes) triple"
@@ -249,21 +292,27 @@ def _shared(items: list[_Item], *, dedupe: bool) -> dict[str, str]:
     return dropped
 
 
-def _header(items: list[_Item], metadata: Mapping[str, str] | None) -> bytes:
-    parts = []
+def _header(items: list[_Item], metadata: Mapping[str, str] | None) -> bytearray:
+    """The length prefix and the padded header, built in place (one copy of the text)."""
+    out = bytearray(b"\0\0\0\0\0\0\0\0{")
+    sep = ""
     if metadata is not None:
         inner = ",".join(f"{_escape(k)}:{_escape(metadata[k])}" for k in sorted(metadata))
-        parts.append(f'"__metadata__":{{{inner}}}')
+        out += f'"__metadata__":{{{inner}}}'.encode()
+        sep = ","
     offset = 0
     for item in items:
         shape = ",".join(map(str, item.shape))
         end = offset + item.nbytes
-        parts.append(
-            f'{_escape(item.name)}:{{"dtype":"{item.dtype}","shape":[{shape}],"data_offsets":[{offset},{end}]}}'
+        entry = (
+            f'{sep}{_escape(item.name)}:{{"dtype":"{item.dtype}","shape":[{shape}],"data_offsets":[{offset},{end}]}}'
         )
-        offset = end
-    text = ("{" + ",".join(parts) + "}").encode("utf-8")
-    return text + b" " * (-len(text) % 8)
+        out += entry.encode()
+        sep, offset = ",", end
+    out += b"}"
+    out += b" " * (-(len(out) - 8) % 8)
+    out[:8] = (len(out) - 8).to_bytes(8, "little")
+    return out
 
 
 def _umask() -> int:
@@ -284,8 +333,31 @@ def serialize_items(
     metadata: Mapping[str, str] | None,
     *,
     dedupe: bool,
-) -> tuple[bytes, list[_Item], dict[str, str]]:
-    """Header bytes (prefix included), the ordered items and the dropped names."""
+    check_shared: bool = True,
+) -> tuple[bytearray, list[_Item], dict[str, str]]:
+    """Header bytes (prefix included), the ordered items and the dropped names.
+
+    ``check_shared=False`` skips the shared-storage check (the caller has
+    its own rule, as safetensors.numpy has none).  Raises WriteError for any
+    input whose file safetensors 0.8.0 would reject.
+    """
+    # Many tensors make many small objects; see the same pause in the loader.
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _serialize(tensors, metadata, dedupe=dedupe, check_shared=check_shared)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _serialize(
+    tensors: Mapping[str, object],
+    metadata: Mapping[str, str] | None,
+    *,
+    dedupe: bool,
+    check_shared: bool,
+) -> tuple[bytearray, list[_Item], dict[str, str]]:
     if not hasattr(tensors, "items"):
         msg = f"tensors must be a mapping of names to tensors, not {type(tensors).__name__}"
         raise WriteError(msg)
@@ -302,8 +374,8 @@ def serialize_items(
         if name == "__metadata__":
             msg = "a tensor cannot be named '__metadata__': readers take that key for the metadata map"
             raise WriteError(msg)
-        items.append(_item(name, value))
-    dropped = _shared(items, dedupe=dedupe)
+        items.append(_item(name, value, check_shared))
+    dropped = _shared(items, dedupe=dedupe) if check_shared else {}
     if dropped:
         items = [i for i in items if i.name not in dropped]
         merged = dict(metadata or {})
@@ -311,8 +383,57 @@ def serialize_items(
             merged.setdefault(name, kept)
         metadata = merged
     items.sort(key=lambda i: (-_RANK[i.dtype], i.name.encode("utf-8")))
-    header = _header(items, metadata)
-    return len(header).to_bytes(8, "little") + header, items, dropped
+    head = _header(items, metadata)
+    _check_readable(head, items)
+    return head, items, dropped
+
+
+def _check_readable(head: bytearray, items: list[_Item]) -> None:
+    """Refuse what safetensors 0.8.0 would reject in a header this writer made.
+
+    The header is canonical by construction (names and metadata are valid
+    Unicode, offsets are contiguous, each span matches its shape), so what is
+    left of the reference's checks (read_metadata) is: the 100,000,000-byte
+    limit, numbers that fit in 64 bits, and the element count and bit count,
+    multiplied out left to right, that must not overflow 64 bits.
+    """
+    n = len(head) - 8
+    if n > MAX_HEADER_SIZE:
+        msg = (
+            f"the header would be {n:,} bytes, over the {MAX_HEADER_SIZE:,}-byte limit of safetensors "
+            "readers; save fewer tensors or less metadata per file (shard the checkpoint)"
+        )
+        raise WriteError(msg)
+    end = 0
+    for item in items:
+        numel = 1
+        for side in item.shape:
+            numel *= side
+            if numel >= _U64 or side >= _U64:
+                msg = (
+                    f"tensor {item.name!r}: safetensors 0.8.0 would reject this file: the element count of shape "
+                    f"{list(item.shape)} overflows 64 bits (ST403 size-overflow)"
+                )
+                raise WriteError(msg)
+        end += item.nbytes
+        if numel * DTYPE_BITS[item.dtype] >= _U64 or end >= _U64:
+            msg = (
+                f"tensor {item.name!r}: safetensors 0.8.0 would reject this file: "
+                "its size overflows 64 bits (ST403 size-overflow)"
+            )
+            raise WriteError(msg)
+
+
+def to_bytes(
+    tensors: Mapping[str, object],
+    metadata: Mapping[str, str] | None = None,
+    *,
+    dedupe: bool = False,
+    check_shared: bool = True,
+) -> bytes:
+    """The file ``save`` would write, as bytes (one copy of the tensor data)."""
+    head, items, _ = serialize_items(tensors, metadata, dedupe=dedupe, check_shared=check_shared)
+    return b"".join([head, *(i.data for i in items if i.nbytes)])
 
 
 _SMALL: Final = 1 << 16
@@ -357,28 +478,37 @@ def save(
     triples for any dtype, F4 and F6 included.  Big-endian and non-contiguous
     inputs are converted.  The bytes equal those of safetensors 0.8.0's
     ``serialize`` for the same input, except that ``metadata`` keys are
-    sorted (the reference writes them in hash order).
+    sorted (the reference writes them in hash order).  Input that would make
+    a file safetensors 0.8.0 rejects (a header over 100,000,000 bytes, an
+    element count that overflows 64 bits) raises ``WriteError`` before
+    anything is written.
 
     The file is written next to ``path`` and renamed over it, so readers of
-    the old file (mappings included) are never corrupted; ``fsync=True`` also
-    flushes it to disk before the rename.  Tensors that share or overlap
-    memory raise ``WriteError``; with ``dedupe=True``, exact aliases are saved
-    once and each dropped name is recorded in the metadata as
-    ``{dropped: kept}``, as ``safetensors.torch.save_model`` does.  Returns
-    that ``{dropped: kept}`` map (empty when nothing was dropped).
+    the old file (mappings included) are never corrupted; ``fsync=True``
+    flushes the file to disk before the rename and the directory after it,
+    so the new name survives a crash too.  A temporary left by a writer that
+    was killed (``.NAME.PID.XXXXXXXX.tmp``) is removed by the next save of
+    the same NAME once its process is gone and it is a minute old.
+
+    Tensors that share or overlap memory raise ``WriteError``; with
+    ``dedupe=True``, exact aliases are saved once and each dropped name is
+    recorded in the metadata as ``{dropped: kept}``, as
+    ``safetensors.torch.save_model`` does (``validator.open`` resolves those
+    names).  Returns that ``{dropped: kept}`` map (empty when nothing was
+    dropped).
     """
-    # Many tensors make many small objects; see the same pause in _loader.
-    paused = gc.isenabled()
-    gc.disable()
-    try:
-        head, items, dropped = serialize_items(tensors, metadata, dedupe=dedupe)
-    finally:
-        if paused:
-            gc.enable()
-    target = os.fspath(path)
+    head, items, dropped = serialize_items(tensors, metadata, dedupe=dedupe)
+    write_file(os.fspath(path), head, items, fsync=fsync)
+    return dropped
+
+
+def write_file(target: str, head: bytes | bytearray, items: list[_Item], *, fsync: bool = False) -> None:
+    """Write a serialised file atomically (see ``save``)."""
     directory = os.path.dirname(os.path.abspath(target))  # noqa: PTH100, PTH120
+    base = os.path.basename(target)  # noqa: PTH119
+    _remove_stale(directory, base)
     try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(target) + ".", suffix=".tmp")  # noqa: PTH119
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{base}.{os.getpid()}.", suffix=".tmp")
     except OSError as exc:
         msg = f"{target}: {exc.strerror or exc}"
         raise WriteError(msg) from exc
@@ -404,4 +534,63 @@ def save(
         with contextlib.suppress(OSError):
             Path(tmp).unlink()
         raise
-    return dropped
+    if fsync:
+        _sync_directory(directory, target)
+
+
+def _sync_directory(directory: str, target: str) -> None:
+    """fsync the directory, so that the rename itself is on disk."""
+    try:
+        dfd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError as exc:
+        msg = f"{target}: written, but its directory could not be opened to sync it: {exc.strerror or exc}"
+        raise WriteError(msg) from exc
+    try:
+        os.fsync(dfd)
+    except OSError as exc:
+        # Some file systems cannot sync a directory (EINVAL); nothing more can be done there.
+        if exc.errno != errno.EINVAL:
+            msg = f"{target}: written, but its directory could not be synced: {exc.strerror or exc}"
+            raise WriteError(msg) from exc
+    finally:
+        os.close(dfd)
+
+
+def _pid_running(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: it runs, as another user
+        return True
+    return True
+
+
+def _remove_stale(directory: str, base: str) -> None:
+    """Remove temporaries of ``base`` left by writers that were killed.
+
+    Only names of our own pattern (``.BASE.PID.XXXXXXXX.tmp``), only regular
+    files of this user, only when no process PID runs here and the file has
+    not changed for a minute (on a file system shared by several machines a
+    PID says nothing about another machine's writer; a live writer keeps its
+    file's mtime fresh).
+    """
+    pattern = re.compile(re.escape(f".{base}.") + r"(\d+)\.[a-z0-9_]{8}\.tmp")
+    try:
+        entries = [e for e in os.scandir(directory) if e.name.startswith(f".{base}.") and e.name.endswith(".tmp")]
+    except OSError:
+        return
+    now = time.time()
+    for entry in entries:
+        match = pattern.fullmatch(entry.name)
+        if match is None or _pid_running(int(match.group(1))):
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() and now - st.st_mtime >= _STALE_SECONDS:
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)  # noqa: PTH108 - a DirEntry path
