@@ -12,7 +12,13 @@ _SLOW = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_to
 CI_EXAMPLES = 30
 
 settings.register_profile(
-    "ci", max_examples=CI_EXAMPLES, deadline=None, derandomize=True, database=None, suppress_health_check=_SLOW, print_blob=True
+    "ci",
+    max_examples=CI_EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=_SLOW,
+    print_blob=True,
 )
 settings.register_profile("dev", max_examples=100, deadline=None, suppress_health_check=_SLOW, print_blob=True)
 settings.register_profile(

@@ -229,7 +229,11 @@ class FakeHub:
             rev = urllib.parse.unquote(m.group(3) or "main")
             sha = self._commit(repo, rev)
             if sha is None:
-                h._simple(404, b'{"error": "Repository not found"}', {"Content-Type": "application/json", "X-Error-Code": "RepoNotFound"})
+                h._simple(
+                    404,
+                    b'{"error": "Repository not found"}',
+                    {"Content-Type": "application/json", "X-Error-Code": "RepoNotFound"},
+                )
                 return True
             siblings = []
             for f in self.repos[repo][sha]:

@@ -140,6 +140,7 @@ def test_many_repeated_findings_are_capped(tmp_path: Path) -> None:
 
 # --- deep nesting, long numbers, hostile offsets -----------------------------
 
+
 @pytest.mark.parametrize(("blob", "slug", "where"), [c[1:] for c in PATHOLOGICAL], ids=[c[0] for c in PATHOLOGICAL])
 def test_pathological_header(blob: bytes, slug: str, where) -> None:
     report = validator.validate(blob)

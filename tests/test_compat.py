@@ -216,7 +216,9 @@ def test_stand_in_safetensor_error_without_safetensors():
     corpus = Path(__file__).resolve().parents[1] / "corpus"
     sample = next(p for p in sorted(corpus.iterdir()) if p.name.startswith("y_") and p.suffix == ".safetensors")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    run = subprocess.run([sys.executable, "-c", code, str(sample)], capture_output=True, text=True, env=env, check=False)
+    run = subprocess.run(
+        [sys.executable, "-c", code, str(sample)], capture_output=True, text=True, env=env, check=False
+    )
     assert run.returncode == 0, run.stderr
     assert run.stdout.startswith("ok File does not contain tensor zz")
 
@@ -229,7 +231,9 @@ def spec(arr: np.ndarray, dtype: str | None = None) -> TensorSpec:
 
 
 def ref_spec(arr: np.ndarray, dtype: str | None = None) -> safetensors.TensorSpec:
-    return safetensors.TensorSpec(dtype=dtype or arr.dtype.name, shape=arr.shape, data_ptr=arr.ctypes.data, data_len=arr.nbytes)
+    return safetensors.TensorSpec(
+        dtype=dtype or arr.dtype.name, shape=arr.shape, data_ptr=arr.ctypes.data, data_len=arr.nbytes
+    )
 
 
 def test_serialize_bytes_equal_the_reference(tmp_path):
@@ -243,9 +247,17 @@ def test_serialize_bytes_equal_the_reference(tmp_path):
 
 
 def test_tensor_spec_matches_the_reference():
-    for kwargs in ({"dtype": "float4_e2m1fn_x2", "shape": [2, 3], "data_ptr": 0, "data_len": 0}, {"dtype": "bfloat16", "shape": (4,), "data_ptr": 8, "data_len": 8}):
+    for kwargs in (
+        {"dtype": "float4_e2m1fn_x2", "shape": [2, 3], "data_ptr": 0, "data_len": 0},
+        {"dtype": "bfloat16", "shape": (4,), "data_ptr": 8, "data_len": 8},
+    ):
         ours, theirs = TensorSpec(**kwargs), safetensors.TensorSpec(**kwargs)
-        assert (ours.dtype, ours.shape, ours.data_ptr, ours.data_len) == (theirs.dtype, theirs.shape, theirs.data_ptr, theirs.data_len)
+        assert (ours.dtype, ours.shape, ours.data_ptr, ours.data_len) == (
+            theirs.dtype,
+            theirs.shape,
+            theirs.data_ptr,
+            theirs.data_len,
+        )
         assert repr(ours) == repr(theirs)
     for kwargs, error in (
         ({"dtype": "nonsense", "shape": [1], "data_ptr": 0, "data_len": 0}, SafetensorError),

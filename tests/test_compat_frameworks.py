@@ -76,7 +76,11 @@ def test_jax_round_trip(tmp_path, path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), *sys.path]))
     run = subprocess.run(
         [sys.executable, "-c", JAX_CHECK, str(path), str(tmp_path / "j.safetensors")],
-        capture_output=True, text=True, env=env, cwd=root, check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=root,
+        check=False,
     )
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.strip().endswith("ok")
@@ -129,7 +133,10 @@ def test_capability_table_refuses_what_a_framework_cannot_hold(tmp_path, framewo
     cnp.save_file({"x": array}, target)
     key = {"flax": "jax"}.get(framework, framework) + ":cpu"
     reason = FRAMEWORK_CAPABILITIES[key].never[dtype]
-    with safe_open(target, framework) as f, pytest.raises(SafetensorError, match=f"Dtype not understood: {dtype} \\({reason}\\)"):
+    with (
+        safe_open(target, framework) as f,
+        pytest.raises(SafetensorError, match=f"Dtype not understood: {dtype} \\({reason}\\)"),
+    ):
         f.get_tensor("x")
 
 

@@ -16,7 +16,12 @@ from validator.compat import numpy as ours
 
 
 def test_save_load_match_the_reference(tmp_path):
-    tensors = {"a": np.zeros((2, 2)), "b": np.zeros((2, 3), dtype=np.uint8), "c": np.asarray(False), "d": np.arange(3, dtype=">i4")}
+    tensors = {
+        "a": np.zeros((2, 2)),
+        "b": np.zeros((2, 3), dtype=np.uint8),
+        "c": np.asarray(False),
+        "d": np.arange(3, dtype=">i4"),
+    }
     blob = ours.save(tensors, metadata={"framework": "np"})
     assert blob == ref.save(tensors, metadata={"framework": "np"})
     ours.save_file(tensors, tmp_path / "o.safetensors")
@@ -32,7 +37,10 @@ def test_save_load_match_the_reference(tmp_path):
 
 def test_large_arrays_save_file_matches_the_reference(tmp_path):
     rng = np.random.default_rng(0)
-    tensors = {"w": rng.standard_normal((512, 600), dtype=np.float32), "b": rng.standard_normal(70_000).astype(np.float64)}
+    tensors = {
+        "w": rng.standard_normal((512, 600), dtype=np.float32),
+        "b": rng.standard_normal(70_000).astype(np.float64),
+    }
     ours.save_file(tensors, tmp_path / "o.safetensors")
     ref.save_file(tensors, tmp_path / "r.safetensors")
     assert (tmp_path / "o.safetensors").read_bytes() == (tmp_path / "r.safetensors").read_bytes()

@@ -128,7 +128,14 @@ def test_slices_are_torch_views(tmp_path):
     ours.save_file({"a": a}, tmp_path / "a.safetensors")
     with safe_open(tmp_path / "a.safetensors", "pt") as f:
         sl = f.get_slice("a")
-        for index in ((slice(None),), (), (slice(2, None), -1), (slice(None), slice(None, 2)), ([],), (slice(None, None, 2),)):
+        for index in (
+            (slice(None),),
+            (),
+            (slice(2, None), -1),
+            (slice(None), slice(None, 2)),
+            ([],),
+            (slice(None, None, 2),),
+        ):
             assert sl[index].equal(a[index])
 
 
@@ -160,7 +167,9 @@ def test_helpers_agree_with_the_reference():
         assert ours.storage_ptr(t) == ref.storage_ptr(t)
         assert ours.storage_size(t) == ref.storage_size(t)
     assert ours._end_ptr(a[::2, :]) - a.data_ptr() == (2 * 3 + 3) * 4  # rows 0 and 2: one past the last element
-    assert ours._remove_duplicate_names({"A": a, "B": a[:1, :], "C": a}) == ref._remove_duplicate_names({"A": a, "B": a[:1, :], "C": a})
+    assert ours._remove_duplicate_names({"A": a, "B": a[:1, :], "C": a}) == ref._remove_duplicate_names(
+        {"A": a, "B": a[:1, :], "C": a}
+    )
     tied = {"x": a, "y": a}
     for kwargs in ({"preferred_names": ["y"]}, {"discard_names": ["x"]}, {}):
         assert ours._remove_duplicate_names(tied, **kwargs) == ref._remove_duplicate_names(tied, **kwargs)
@@ -202,7 +211,9 @@ def test_save_model_writes_what_the_reference_writes(tmp_path, model_type):
     assert header(tmp_path / "ours.safetensors") == header(tmp_path / "ref.safetensors")
     assert data_region(tmp_path / "ours.safetensors") == data_region(tmp_path / "ref.safetensors")
     fresh = model_type()
-    assert ours.load_model(fresh, tmp_path / "ref.safetensors") == ref.load_model(model_type(), tmp_path / "ref.safetensors")
+    assert ours.load_model(fresh, tmp_path / "ref.safetensors") == ref.load_model(
+        model_type(), tmp_path / "ref.safetensors"
+    )
     for name, tensor in model.state_dict().items():
         assert fresh.state_dict()[name].equal(tensor), name
 

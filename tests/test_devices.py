@@ -20,13 +20,21 @@ MPS_NEVER = {"F64", "F8_E4M3", "F8_E5M2", "F8_E8M0", "F8_E4M3FNUZ", "F8_E5M2FNUZ
 
 @pytest.mark.parametrize(
     ("device", "parsed"),
-    [("cpu", ("cpu", None)), ("mps", ("mps", None)), ("cuda", ("cuda", None)), ("cuda:0", ("cuda", 0)), ("cuda:12", ("cuda", 12))],
+    [
+        ("cpu", ("cpu", None)),
+        ("mps", ("mps", None)),
+        ("cuda", ("cuda", None)),
+        ("cuda:0", ("cuda", 0)),
+        ("cuda:12", ("cuda", 12)),
+    ],
 )
 def test_parse_device(device, parsed):
     assert parse_device(device) == parsed
 
 
-@pytest.mark.parametrize("device", ["", "gpu", "CUDA", "cuda:", "cuda:-1", "cuda:x", "mps:0", "cpu:1", "cuda:0 ", None, 0])
+@pytest.mark.parametrize(
+    "device", ["", "gpu", "CUDA", "cuda:", "cuda:-1", "cuda:x", "mps:0", "cpu:1", "cuda:0 ", None, 0]
+)
 def test_parse_device_refuses(device):
     with pytest.raises(validator.DeviceError):
         parse_device(device)

@@ -116,7 +116,9 @@ def _mutate(rng: random.Random, blob: bytes) -> bytes:
 
 
 def _run(blob: bytes, profile: str, tiers: Tier, answered: list[Tier] | None = None) -> validator.Report:
-    return check_buffer(blob[:8], lambda n: blob[8 : 8 + n], len(blob), Profile(profile), tiers=tiers, answered=answered)
+    return check_buffer(
+        blob[:8], lambda n: blob[8 : 8 + n], len(blob), Profile(profile), tiers=tiers, answered=answered
+    )
 
 
 def _report(blob: bytes, profile: str, tiers: Tier) -> tuple[object, ...]:

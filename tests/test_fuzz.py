@@ -404,9 +404,7 @@ def test_harness_runs_under_atheris(harness, tmp_path):
     args = [sys.executable, str(FUZZ / harness), "-runs=300", f"-artifact_prefix={tmp_path}/", str(corpus)]
     if harness != "fuzz_hypothesis.py":
         args += [f"-dict={FUZZ / 'safetensors.dict'}", str(SEEDS)]
-    proc = subprocess.run(
-        args, env=_env(), capture_output=True, text=True, timeout=120, check=False
-    )
+    proc = subprocess.run(args, env=_env(), capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "Done 300 runs" in proc.stderr
     assert not list(tmp_path.glob("crash-*"))

@@ -23,7 +23,10 @@ def write_checkpoint(root, *, index=None, shards=None, raw_index=None):
         validator.save(tensors, root / name)
     if index is None:
         weight_map = {n: s for s, tensors in shards.items() for n in tensors}
-        index = {"metadata": {"total_size": sum(len(t[2]) for ts in shards.values() for t in ts.values())}, "weight_map": weight_map}
+        index = {
+            "metadata": {"total_size": sum(len(t[2]) for ts in shards.values() for t in ts.values())},
+            "weight_map": weight_map,
+        }
     path = root / "model.safetensors.index.json"
     path.write_bytes(raw_index if raw_index is not None else json.dumps(index).encode())
     return path
@@ -95,9 +98,22 @@ def test_open_index_refuses_invalid_checkpoint(tmp_path):
         (b'{"weight_map": {}, "metadata": {"total_size": true}}', "must be a non-negative integer"),
         (b"[" * 100000 + b"]" * 100000, "nests too deeply"),
     ],
-    ids=["syntax", "not-utf8", "array", "no-weight-map", "weight-map-array", "shard-not-string", "nan",
-         "duplicate-top-level", "metadata-number", "total-size-negative",
-         "total-size-string", "total-size-float", "total-size-bool", "deep-nesting"],
+    ids=[
+        "syntax",
+        "not-utf8",
+        "array",
+        "no-weight-map",
+        "weight-map-array",
+        "shard-not-string",
+        "nan",
+        "duplicate-top-level",
+        "metadata-number",
+        "total-size-negative",
+        "total-size-string",
+        "total-size-float",
+        "total-size-bool",
+        "deep-nesting",
+    ],
 )
 def test_index_invalid(tmp_path, raw, message):
     report = validator.validate_index(write_checkpoint(tmp_path, shards={}, raw_index=raw))
@@ -110,8 +126,14 @@ def test_index_invalid(tmp_path, raw, message):
 
 @pytest.mark.parametrize(
     ("shard", "problem"),
-    [("", "is empty"), ("/etc/passwd", "absolute path"), ("../outside.safetensors", "climbs out"),
-     ("a/../../x.safetensors", "climbs out"), ("a\\b.safetensors", "backslash"), ("C:x.safetensors", "absolute")],
+    [
+        ("", "is empty"),
+        ("/etc/passwd", "absolute path"),
+        ("../outside.safetensors", "climbs out"),
+        ("a/../../x.safetensors", "climbs out"),
+        ("a\\b.safetensors", "backslash"),
+        ("C:x.safetensors", "absolute"),
+    ],
     ids=["empty", "absolute", "dotdot", "nested-dotdot", "backslash", "drive"],
 )
 def test_index_shard_path(tmp_path, shard, problem):
@@ -377,7 +399,9 @@ def test_hub_cache_snapshot_links_into_blobs_are_allowed(tmp_path):
     assert slugs(report) == ["index-shard-path"]
 
 
-@pytest.mark.parametrize("raw", [b'{"weight_map": {}}', b'{"weight_map": {}, "metadata": {}}'], ids=["no-metadata", "empty-metadata"])
+@pytest.mark.parametrize(
+    "raw", [b'{"weight_map": {}}', b'{"weight_map": {}, "metadata": {}}'], ids=["no-metadata", "empty-metadata"]
+)
 def test_index_without_total_size_is_valid(tmp_path, raw):
     # Issue 14: transformers needs only weight_map; a missing total_size was
     # an ST501 error and is now the ST511 warning.

@@ -39,7 +39,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     "strategies": frozenset({"core", "testing", "strategies"}),
     "remote": frozenset({"core", "io", "scan", "remote", "package"}),
     "compat": frozenset({"core", "io", "compat", "package"}),
-    "cli": frozenset({"core", "io", "testing", "scan", "fuzz", "conformance", "remote", "cli", "package", "strategies"}),
+    "cli": frozenset(
+        {"core", "io", "testing", "scan", "fuzz", "conformance", "remote", "cli", "package", "strategies"}
+    ),
     "main": frozenset({"cli", "package"}),
 }
 

@@ -44,7 +44,9 @@ NUMPY_EXPECTED = {
 }
 
 
-def build(entries: dict[str, tuple[str, list[int], bytes]], *, pad_to: int = 8, metadata: dict[str, str] | None = None) -> bytes:
+def build(
+    entries: dict[str, tuple[str, list[int], bytes]], *, pad_to: int = 8, metadata: dict[str, str] | None = None
+) -> bytes:
     """A file with tensors in the given order; the header padded to ``pad_to``."""
     return tensors_file([(name, *spec) for name, spec in entries.items()], metadata, align=pad_to)
 
@@ -261,7 +263,9 @@ def test_close_keeps_handed_out_torch_tensors_valid(tmp_path):
 
 def test_subbyte_packed_default(tmp_path):
     # 3 F4 values fill 1.5 bytes: invalid; 4 values fill 2 bytes.
-    path = write(tmp_path, "f4.safetensors", build({"q": ("F4", [2, 2], b"\x21\x43"), "s": ("F6_E2M3", [4], b"\x01\x02\x03")}))
+    path = write(
+        tmp_path, "f4.safetensors", build({"q": ("F4", [2, 2], b"\x21\x43"), "s": ("F6_E2M3", [4], b"\x01\x02\x03")})
+    )
     with validator.open(path) as f:
         q = f.get("q")
         assert q.dtype == np.uint8
@@ -324,10 +328,25 @@ def test_bad_arguments(tmp_path):
 
 
 TORCH_EXPECTED = {
-    "BOOL": "bool", "U8": "uint8", "I8": "int8", "U16": "uint16", "I16": "int16", "F16": "float16",
-    "BF16": "bfloat16", "U32": "uint32", "I32": "int32", "F32": "float32", "U64": "uint64", "I64": "int64",
-    "F64": "float64", "C64": "complex64", "F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2",
-    "F8_E8M0": "float8_e8m0fnu", "F8_E4M3FNUZ": "float8_e4m3fnuz", "F8_E5M2FNUZ": "float8_e5m2fnuz",
+    "BOOL": "bool",
+    "U8": "uint8",
+    "I8": "int8",
+    "U16": "uint16",
+    "I16": "int16",
+    "F16": "float16",
+    "BF16": "bfloat16",
+    "U32": "uint32",
+    "I32": "int32",
+    "F32": "float32",
+    "U64": "uint64",
+    "I64": "int64",
+    "F64": "float64",
+    "C64": "complex64",
+    "F8_E4M3": "float8_e4m3fn",
+    "F8_E5M2": "float8_e5m2",
+    "F8_E8M0": "float8_e8m0fnu",
+    "F8_E4M3FNUZ": "float8_e4m3fnuz",
+    "F8_E5M2FNUZ": "float8_e5m2fnuz",
 }
 
 
@@ -388,7 +407,7 @@ def test_loading_does_not_copy_into_private_memory(tmp_path, framework):
     with validator.open(path, framework=framework) as f:
         before = _anon_kib()
         big = f.get("big")
-        total = int(big[:: 4096].sum())  # touch every page
+        total = int(big[::4096].sum())  # touch every page
         growth = _anon_kib() - before
     assert total == size // 4096
     assert growth < 4096, f"anonymous memory grew by {growth} KiB for a {size >> 10} KiB tensor"
@@ -501,7 +520,9 @@ def test_truncated_after_open_is_refused_not_sigbus(tmp_path, framework):
     size = 1 << 20
     path = write(tmp_path, "shrinks.safetensors", build({"big": ("U8", [size], b"\x01" * size)}))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    run = subprocess.run([sys.executable, "-c", TRUNCATE_SCRIPT, path, framework], capture_output=True, text=True, env=env, check=False)
+    run = subprocess.run(
+        [sys.executable, "-c", TRUNCATE_SCRIPT, path, framework], capture_output=True, text=True, env=env, check=False
+    )
     assert run.returncode == 0, f"killed by signal {-run.returncode}" if run.returncode < 0 else run.stderr
     assert "refused:" in run.stdout
     assert "shrank to 100 bytes" in run.stdout

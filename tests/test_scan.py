@@ -247,7 +247,9 @@ def test_progress_follows_chunks_of_one_large_file(tmp_path):
     body = b"\x01" * 50_000
     path = write(tmp_path / "big.safetensors", build([("t", "U8", [len(body)], body)]))
     seen: list[int] = []
-    run_jobs([Job(str(path), ((str(path), None),))], Options(deep=True, chunk_size=8192), workers=1, progress=seen.append)
+    run_jobs(
+        [Job(str(path), ((str(path), None),))], Options(deep=True, chunk_size=8192), workers=1, progress=seen.append
+    )
     assert len(seen) > 5
     assert sum(seen) == path.stat().st_size
 

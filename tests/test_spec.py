@@ -113,7 +113,21 @@ def test_header_schema_accepts_valid_header(name: str, header_validator: Draft20
     assert report.valid, [f.format() for f in report.findings]
 
 
-NUMPY_DTYPES = ("bool", "uint8", "int8", "int16", "uint16", "float16", "int32", "uint32", "float32", "float64", "int64", "uint64", "complex64")
+NUMPY_DTYPES = (
+    "bool",
+    "uint8",
+    "int8",
+    "int16",
+    "uint16",
+    "float16",
+    "int32",
+    "uint32",
+    "float32",
+    "float64",
+    "int64",
+    "uint64",
+    "complex64",
+)
 
 
 def test_header_schema_accepts_reference_writer_output(header_validator: Draft202012Validator) -> None:
@@ -185,18 +199,26 @@ def test_header_schema_rejects_invalid_header(name: str, header_validator: Draft
 # Headers the schema must accept although the file is invalid: what no JSON
 # Schema can express (SPEC.md, "Differences from the upstream JSON schema").
 SCHEMA_BLIND_SPOTS: dict[str, tuple[str, str]] = {
-    "duplicate_tensor_name": ('{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}', "ST210"),
+    "duplicate_tensor_name": (
+        '{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}',
+        "ST210",
+    ),
     "duplicate_metadata_key": ('{"__metadata__":{"k":"1","k":"2"}}', "ST210"),
     "shape_written_1_0": ('{"a":{"dtype":"U8","shape":[1.0],"data_offsets":[0,1]}}', "ST310"),
     "offsets_written_1e0": ('{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1e0]}}', "ST311"),
     "byte_length_mismatch": ('{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,1]}}', "ST405"),
     "hole_between_tensors": ('{"a":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}}', "ST401"),
-    "shape_u64_max_overflows_size": ('{"a":{"dtype":"U16","shape":[18446744073709551615],"data_offsets":[0,1]}}', "ST403"),
+    "shape_u64_max_overflows_size": (
+        '{"a":{"dtype":"U16","shape":[18446744073709551615],"data_offsets":[0,1]}}',
+        "ST403",
+    ),
 }
 
 
 @pytest.mark.parametrize("name", SCHEMA_BLIND_SPOTS)
-def test_header_schema_blind_spots_are_caught_by_the_validator(name: str, header_validator: Draft202012Validator) -> None:
+def test_header_schema_blind_spots_are_caught_by_the_validator(
+    name: str, header_validator: Draft202012Validator
+) -> None:
     text, code = SCHEMA_BLIND_SPOTS[name]
     assert header_validator.is_valid(json.loads(text))
     report = validator.validate(st(text, b"\0" * 2))
@@ -227,7 +249,9 @@ def test_upstream_schema_gaps_are_fixed(header_validator: Draft202012Validator) 
     # Every name in the dtype table and nothing else.
     assert set(header_validator.schema["$defs"]["dtype"]["enum"]) == set(DTYPES)
     # data_offsets: upstream's two prefixItems alone let other lengths through.
-    upstream_offsets = Draft202012Validator({"type": "array", "prefixItems": [{"type": "integer"}, {"type": "integer"}]})
+    upstream_offsets = Draft202012Validator(
+        {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "integer"}]}
+    )
     for offsets in ([], [0], [0, 1, 2]):
         assert upstream_offsets.is_valid(offsets)
         assert not header_validator.is_valid({"t": entry(offsets=offsets)})
@@ -251,7 +275,9 @@ def test_header_schema_comment_states_its_limits(header_schema: dict[str, Any]) 
 
 # --- SPEC.md ------------------------------------------------------------------
 
-_ANCHOR = re.compile(r'<a id="([^"]+)"></a>\n### (ST\d{3}) (\S+)\n\nSeverity: (\w+)\. Profiles: ([a-z, ]+)\. Reference error: ([^\n]+)\n')
+_ANCHOR = re.compile(
+    r'<a id="([^"]+)"></a>\n### (ST\d{3}) (\S+)\n\nSeverity: (\w+)\. Profiles: ([a-z, ]+)\. Reference error: ([^\n]+)\n'
+)
 _SLUG_LIKE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)+$")
 
 
@@ -314,7 +340,9 @@ def _cli_json(*argv: str) -> tuple[int, Any]:
 
 def _file_report_validator(report_schema: dict[str, Any]) -> Draft202012Validator:
     """The schema of one per-file report, ``report.schema.json#/$defs/fileReport``."""
-    return Draft202012Validator({"$schema": report_schema["$schema"], "$defs": report_schema["$defs"], "$ref": "#/$defs/fileReport"})
+    return Draft202012Validator(
+        {"$schema": report_schema["$schema"], "$defs": report_schema["$defs"], "$ref": "#/$defs/fileReport"}
+    )
 
 
 @pytest.fixture
@@ -327,7 +355,10 @@ def sample_files(tmp_path: Path) -> dict[str, Path]:
         "invalid_trailing_bytes": st(header, bytes(12)),
         "invalid_json_syntax": st('{"a":}'),
         "invalid_file_too_small": b"\x01\x00",
-        "invalid_duplicate_key": st('{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}', b"\0"),
+        "invalid_duplicate_key": st(
+            '{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}',
+            b"\0",
+        ),
         "invalid_suspicious_name_and_hole": st({"": entry(offsets=(1, 2))}, b"\0\0"),
     }
     paths = {}
@@ -339,9 +370,13 @@ def sample_files(tmp_path: Path) -> dict[str, Path]:
 
 
 @pytest.mark.parametrize("profile", ["strict", "reference"])
-def test_check_json_output_validates(profile: str, sample_files: dict[str, Path], report_schema: dict[str, Any], tmp_path: Path) -> None:
+def test_check_json_output_validates(
+    profile: str, sample_files: dict[str, Path], report_schema: dict[str, Any], tmp_path: Path
+) -> None:
     missing = tmp_path / "missing.safetensors"
-    rc, doc = _cli_json("check", "--format", "json", "--profile", profile, *map(str, sample_files.values()), str(missing))
+    rc, doc = _cli_json(
+        "check", "--format", "json", "--profile", profile, *map(str, sample_files.values()), str(missing)
+    )
     Draft202012Validator(report_schema).validate(doc)
     assert rc == 2  # the missing file
     assert doc["profile"] == profile
@@ -356,7 +391,9 @@ def test_check_json_output_validates(profile: str, sample_files: dict[str, Path]
             header_validator.validate(report["tensors"])
 
 
-def test_check_json_output_of_a_directory_validates(sample_files: dict[str, Path], report_schema: dict[str, Any]) -> None:
+def test_check_json_output_of_a_directory_validates(
+    sample_files: dict[str, Path], report_schema: dict[str, Any]
+) -> None:
     directory = next(iter(sample_files.values())).parent
     rc, doc = _cli_json("check", "--format", "json", str(directory))
     Draft202012Validator(report_schema).validate(doc)
@@ -364,8 +401,12 @@ def test_check_json_output_of_a_directory_validates(sample_files: dict[str, Path
     assert doc["summary"]["invalid"] == sum(name.startswith("invalid") for name in sample_files)
 
 
-@pytest.mark.parametrize("name", ["valid_two_tensors", "invalid_trailing_bytes", "invalid_file_too_small", "invalid_duplicate_key"])
-def test_inspect_json_output_validates_against_file_report(name: str, sample_files: dict[str, Path], report_schema: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    "name", ["valid_two_tensors", "invalid_trailing_bytes", "invalid_file_too_small", "invalid_duplicate_key"]
+)
+def test_inspect_json_output_validates_against_file_report(
+    name: str, sample_files: dict[str, Path], report_schema: dict[str, Any]
+) -> None:
     rc, doc = _cli_json("inspect", "--format", "json", str(sample_files[name]))
     _file_report_validator(report_schema).validate(doc)
     assert rc == (0 if name.startswith("valid") else 1)
@@ -454,7 +495,10 @@ REFERENCE_REJECTS: dict[str, tuple[bytes, str]] = {
     "shape_minus_zero": (st('{"t":{"dtype":"U8","shape":[-0],"data_offsets":[0,0]}}'), "shape-invalid"),
     "shape_1_0": (st('{"t":{"dtype":"U8","shape":[1.0],"data_offsets":[0,1]}}', b"\0"), "shape-invalid"),
     "shape_1e0": (st('{"t":{"dtype":"U8","shape":[1e0],"data_offsets":[0,1]}}', b"\0"), "shape-invalid"),
-    "shape_2_pow_64": (st('{"t":{"dtype":"U8","shape":[18446744073709551616],"data_offsets":[0,1]}}', b"\0"), "shape-invalid"),
+    "shape_2_pow_64": (
+        st('{"t":{"dtype":"U8","shape":[18446744073709551616],"data_offsets":[0,1]}}', b"\0"),
+        "shape-invalid",
+    ),
     "offsets_1_0": (st('{"t":{"dtype":"U8","shape":[1],"data_offsets":[0,1.0]}}', b"\0"), "offsets-invalid"),
     "float_overflow_in_ignored_field": (st('{"t":{' + _E + ',"x":1e400}}', b"\0"), "json-number"),
     "nan_in_ignored_field": (st('{"t":{' + _E + ',"x":NaN}}', b"\0"), "json-number"),
@@ -487,7 +531,9 @@ def test_schema_never_rejects_a_strict_valid_header(header_validator: Draft20201
     """Seeded mutations of a sound header: whenever the strict validator
     accepts the file, the header schema accepts the parsed header."""
 
-    base = json.dumps({"__metadata__": {"k": "v"}, "a": entry("F32", (2,), (0, 8)), "c": entry("F4", (4,), (8, 10))}).encode()
+    base = json.dumps(
+        {"__metadata__": {"k": "v"}, "a": entry("F32", (2,), (0, 8)), "c": entry("F4", (4,), (8, 10))}
+    ).encode()
     base += b" " * (-len(base) % 8)
     rng = random.Random(20261129)  # reproducible mutations
     # Quotes are never added, removed or overwritten, and no control byte is

@@ -23,13 +23,27 @@ from validator._dtypes import DTYPE_BITS, DTYPES
 
 # safetensors.serialize names dtypes the way torch does; F6 has no name there.
 ORACLE_NAMES = {
-    "BOOL": "bool", "U8": "uint8", "I8": "int8", "U16": "uint16", "I16": "int16", "F16": "float16",
-    "BF16": "bfloat16", "U32": "uint32", "I32": "int32", "F32": "float32", "U64": "uint64", "I64": "int64",
-    "F64": "float64", "C64": "complex64", "F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2",
-    "F8_E8M0": "float8_e8m0fnu", "F8_E4M3FNUZ": "float8_e4m3fnuz", "F8_E5M2FNUZ": "float8_e5m2fnuz",
+    "BOOL": "bool",
+    "U8": "uint8",
+    "I8": "int8",
+    "U16": "uint16",
+    "I16": "int16",
+    "F16": "float16",
+    "BF16": "bfloat16",
+    "U32": "uint32",
+    "I32": "int32",
+    "F32": "float32",
+    "U64": "uint64",
+    "I64": "int64",
+    "F64": "float64",
+    "C64": "complex64",
+    "F8_E4M3": "float8_e4m3fn",
+    "F8_E5M2": "float8_e5m2",
+    "F8_E8M0": "float8_e8m0fnu",
+    "F8_E4M3FNUZ": "float8_e4m3fnuz",
+    "F8_E5M2FNUZ": "float8_e5m2fnuz",
     "F4": "float4_e2m1fn_x2",
 }
-
 
 
 # Tensor dicts come from the project's strategies (validator.strategies):
@@ -139,7 +153,9 @@ def test_ours_to_ours_bit_exact_and_idempotent(tmp_path_factory, tensors, metada
         # Saving what we loaded writes the same bytes (packed sub-byte tensors
         # go back as raw triples, since the packed view has no logical shape).
         again = {
-            n: (f.info(n).dtype, list(f.info(n).shape), raw_of(a)) if a is None or DTYPE_BITS[f.info(n).dtype] % 8 else a
+            n: (f.info(n).dtype, list(f.info(n).shape), raw_of(a))
+            if a is None or DTYPE_BITS[f.info(n).dtype] % 8
+            else a
             for n, a in loaded.items()
         }
         second = saved(tmp_path_factory.mktemp("p"), again, metadata)
@@ -209,7 +225,11 @@ def test_numpy_inputs_big_endian_non_contiguous_and_ml_dtypes(tmp_path):
 
 def test_unpacked_subbyte_arrays_are_packed_as_the_loader_unpacks_them(tmp_path):
     rng = np.random.default_rng(0)
-    for dtype, np_type, numel in (("F4", ml_dtypes.float4_e2m1fn, 6), ("F6_E2M3", ml_dtypes.float6_e2m3fn, 8), ("F6_E3M2", ml_dtypes.float6_e3m2fn, 4)):
+    for dtype, np_type, numel in (
+        ("F4", ml_dtypes.float4_e2m1fn, 6),
+        ("F6_E2M3", ml_dtypes.float6_e2m3fn, 8),
+        ("F6_E3M2", ml_dtypes.float6_e3m2fn, 4),
+    ):
         codes = rng.integers(0, 1 << DTYPE_BITS[dtype], size=numel, dtype=np.uint8)
         values = codes.view(np_type).reshape(2, numel // 2)
         saved(tmp_path, {"s": values})
@@ -266,7 +286,9 @@ def test_shared_torch_storage_refused(tmp_path):
     w = torch.ones(4, 4)
     with pytest.raises(validator.WriteError, match="overlap in memory"):
         validator.save({"w": w, "row": w[1]}, tmp_path / "x.safetensors")
-    assert validator.save({"w": w, "tied": w}, tmp_path / "x.safetensors", dedupe=True) == {"w": "tied"}  # the smallest name is kept
+    assert validator.save({"w": w, "tied": w}, tmp_path / "x.safetensors", dedupe=True) == {
+        "w": "tied"
+    }  # the smallest name is kept
 
 
 @pytest.mark.parametrize(
@@ -285,7 +307,20 @@ def test_shared_torch_storage_refused(tmp_path):
         ({"x": np.zeros(1)}, {"k": 1}, "must be a str"),
         ({"x": np.zeros(1)}, ["k"], "metadata must be a mapping"),
     ],
-    ids=["name-metadata", "name-surrogate", "name-not-str", "complex128", "unicode", "list", "raw-short", "raw-dtype", "raw-subbyte", "raw-shape", "meta-value", "meta-list"],
+    ids=[
+        "name-metadata",
+        "name-surrogate",
+        "name-not-str",
+        "complex128",
+        "unicode",
+        "list",
+        "raw-short",
+        "raw-dtype",
+        "raw-subbyte",
+        "raw-shape",
+        "meta-value",
+        "meta-list",
+    ],
 )
 def test_bad_inputs_raise_write_error(tmp_path, tensors, metadata, match):
     with pytest.raises(validator.WriteError, match=match):
@@ -364,7 +399,16 @@ def test_element_count_overflow_is_refused_like_the_reference(tmp_path):
 
 @pytest.mark.parametrize(
     "shape",
-    [[2**32, 2**32, 0], [0, 2**63, 2**63], [2**63, 2, 0], [2**64 - 1, 0], [2**64, 0], [0, 2**64], [2**61, 8, 0], [2**60, 8, 0]],
+    [
+        [2**32, 2**32, 0],
+        [0, 2**63, 2**63],
+        [2**63, 2, 0],
+        [2**64 - 1, 0],
+        [2**64, 0],
+        [0, 2**64],
+        [2**61, 8, 0],
+        [2**60, 8, 0],
+    ],
 )
 @pytest.mark.parametrize("dtype", ["U8", "F32", "F4"])
 def test_refuses_exactly_the_empty_shapes_the_reference_rejects(tmp_path, dtype, shape):
@@ -373,7 +417,9 @@ def test_refuses_exactly_the_empty_shapes_the_reference_rejects(tmp_path, dtype,
         validator.save({"e": (dtype, shape, b"")}, path)
     except validator.WriteError:
         refused = True
-        header = json.dumps({"e": {"dtype": dtype, "shape": shape, "data_offsets": [0, 0]}}, separators=(",", ":")).encode()
+        header = json.dumps(
+            {"e": {"dtype": dtype, "shape": shape, "data_offsets": [0, 0]}}, separators=(",", ":")
+        ).encode()
         path.write_bytes(len(header).to_bytes(8, "little") + header)
     else:
         refused = False

@@ -54,7 +54,7 @@ from validator._json import (
     skip,
 )
 from validator._layout import Layout, size_of
-from validator._prefix import PREFIX_LEN
+from validator._rules import PREFIX_LEN
 
 if TYPE_CHECKING:
     from validator._json import Json
@@ -365,7 +365,7 @@ class _Reader:
             unknown_field(name, field, _BASE + k.start(), self.out)
         return end
 
-    def metadata(self, key_at: int, pos: int) -> int:
+    def metadata(self, key_at: int, pos: int) -> int:  # noqa: C901, PLR0912 - one branch per metadata shape the reference distinguishes
         """The __metadata__ member's value at ``pos``; return its end."""
         buf = self.buf
         out = self.out

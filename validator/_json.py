@@ -454,7 +454,7 @@ def read_key(buf: bytes, pos: int, base: int) -> tuple[str, int]:
     return key, after + 1
 
 
-def skip(buf: bytes, pos: int, base: int, depth: int = 0) -> int:
+def skip(buf: bytes, pos: int, base: int, depth: int = 0) -> int:  # noqa: C901, PLR0912, PLR0915 - one loop over serde_json's grammar, kept whole for speed
     """Validate the value at ``pos`` (inside ``depth`` open containers); return its end.
 
     Raises the JsonError that `parse` would raise for the same bytes.
@@ -576,7 +576,7 @@ class _Frame:
         return done
 
 
-def parse(
+def parse(  # noqa: C901, PLR0912, PLR0915 - serde_json's value grammar, one branch per token kind
     buf: bytes,
     base: int,
     pos: int = 0,

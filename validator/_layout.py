@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Final
 from validator._dtypes import DTYPE_BITS
 from validator._entries import pointer
 from validator._json import U64_MAX
-from validator._prefix import PREFIX_LEN
+from validator._rules import PREFIX_LEN
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
@@ -158,7 +158,7 @@ def _aligned(table: Layout, i: int, data_start: int, out: Checker) -> None:
         )
 
 
-def _walk(table: Layout, data_start: int, file_size: int, out: Checker) -> None:
+def _walk(table: Layout, data_start: int, file_size: int, out: Checker) -> None:  # noqa: C901, PLR0912 - one branch per layout rule, in the reference's order
     names, begins, ends, kinds = table.names, table.begins, table.ends, table.kinds
     placed = [i for i in range(len(names)) if begins[i] is not None]
     # Contiguity and coverage are only decidable when every entry has offsets.

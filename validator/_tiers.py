@@ -46,7 +46,7 @@ from validator._dtypes import DTYPE_BITS
 from validator._entries import SUSPICIOUS
 from validator._findings import TensorTable
 from validator._layout import Layout, size_of
-from validator._prefix import PREFIX_LEN
+from validator._rules import PREFIX_LEN
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -132,7 +132,7 @@ def parse_shape(text: str) -> tuple[int, ...]:
     return tuple(map(int, text.split(","))) if text else ()
 
 
-def clean_table(text: str, header_size: int, file_size: int) -> Clean | None:
+def clean_table(text: str, header_size: int, file_size: int) -> Clean | None:  # noqa: C901, PLR0912, PLR0915 - the canonical tier's gates, in one pass for speed
     """The header's table if the header is canonical and free of header findings.
 
     None when it is not canonical or a header-level check fails.  When only

@@ -17,8 +17,8 @@ from validator._errors import InvalidFileError, SourceError
 from validator._findings import Report, TensorTable
 from validator._header import check_header, parse_kind
 from validator._layout import check_layout
-from validator._prefix import PREFIX_LEN, check_prefix
-from validator._rules import BY_SLUG, Profile
+from validator._prefix import check_prefix
+from validator._rules import BY_SLUG, PREFIX_LEN, Profile
 from validator._source import RegularFile, os_error, read_exact
 from validator._tiers import Tier, fast_table
 

@@ -85,7 +85,11 @@ def _touch(tensors: dict[str, object]) -> int:
 
     total = 0
     for value in tensors.values():
-        array = value.reshape(-1).view(torch.uint8).numpy() if isinstance(value, torch.Tensor) else value.reshape(-1).view(np.uint8)
+        array = (
+            value.reshape(-1).view(torch.uint8).numpy()
+            if isinstance(value, torch.Tensor)
+            else value.reshape(-1).view(np.uint8)
+        )
         total += int(array[::PAGE].sum(dtype=np.uint64))
     return total
 
@@ -191,7 +195,10 @@ def main() -> int:
             ratio = a["seconds"] / b["seconds"] if b["seconds"] else float("nan")
             rss = a["rss_mib"] / b["rss_mib"] if b["rss_mib"] > 1 else float("nan")
             memory = f"{a['rss_mib']:>7.0f}/{b['rss_mib']:<7.0f} {rss:>6.2f}"
-            print(f"{label:<24} {measure:<22} {a['seconds']:>8.4f} {b['seconds']:>9.4f} {ratio:>7.3f}  {memory}", flush=True)
+            print(
+                f"{label:<24} {measure:<22} {a['seconds']:>8.4f} {b['seconds']:>9.4f} {ratio:>7.3f}  {memory}",
+                flush=True,
+            )
     if out.exists():
         out.unlink()
     return 0

@@ -79,7 +79,9 @@ def test_every_error_rule_has_a_corruption_strategy() -> None:
 def test_meta_test_notices_a_rule_without_strategy() -> None:
     # The meta-test above can fail: a catalogue with one more error rule is caught.
     for region in ("layout", "a-new-region"):
-        extra = validator.Rule("ST999", "made-up", "a rule with no strategy", Severity.ERROR, frozenset(Profile), None, region)
+        extra = validator.Rule(
+            "ST999", "made-up", "a rule with no strategy", Severity.ERROR, frozenset(Profile), None, region
+        )
         assert "made-up" in uncovered([*RULES, extra], CORRUPTIONS), region
 
 

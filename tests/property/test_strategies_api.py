@@ -122,8 +122,20 @@ def test_valid_files_cover_what_the_docs_promise() -> None:
 
 
 EXPECTED = {
-    "empty", "tensors", "metadata", "no-metadata", "aligned", "unaligned", "json-order-differs", "many",
-    "scalar", "zero-sized", "subbyte", "large-rank", "unicode", "escaped",
+    "empty",
+    "tensors",
+    "metadata",
+    "no-metadata",
+    "aligned",
+    "unaligned",
+    "json-order-differs",
+    "many",
+    "scalar",
+    "zero-sized",
+    "subbyte",
+    "large-rank",
+    "unicode",
+    "escaped",
 }
 
 

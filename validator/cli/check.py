@@ -121,7 +121,7 @@ def _summary_line(
     )
 
 
-def run_check(args: argparse.Namespace) -> int:
+def run_check(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one branch per output mode and exit code
     errors: list[str] = []
     reports: list[Report] = []
     checkpoints: list[IndexReport] = []

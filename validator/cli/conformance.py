@@ -115,7 +115,7 @@ def _command_line(args: argparse.Namespace) -> str:
     return env + " ".join(shlex.quote(p) for p in parts)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one branch per option and exit code
     try:
         corpus = find_corpus(args.corpus)
         cache = Path(args.cache_dir) if args.cache_dir else None

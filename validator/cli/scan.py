@@ -267,7 +267,7 @@ def _missing_listed(checksums: Checksums | None) -> list[Job]:
     return [Job(name, ((name, None),), kind="missing", listed_by=where) for name, where in checksums.missing]
 
 
-def run_scan(args: argparse.Namespace) -> int:
+def run_scan(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one branch per option and exit code
     if not args.paths and args.hf_cache is None:
         return _fail("give at least one PATH, or --hf-cache")
     if args.chunk_size < 4096:

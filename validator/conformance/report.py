@@ -142,7 +142,7 @@ box.addEventListener('click', () => { box.style.display = 'none'; });
 """
 
 
-def render_html(
+def render_html(  # noqa: PLR0915 - the page, section by section
     impls: Sequence[Impl],
     cases: Sequence[Case],
     results: Sequence[Result],

@@ -121,7 +121,7 @@ def read_index(path: str) -> tuple[bytes | None, int]:
         return raw, len(raw)
 
 
-def parse_index(raw: bytes | None, size: int, out: Checker) -> ParsedIndex | None:
+def parse_index(raw: bytes | None, size: int, out: Checker) -> ParsedIndex | None:  # noqa: C901 - one branch per index rule, in file order
     """The usable content of an index, or None when it is unusable (reported)."""
     if raw is None or len(raw) > MAX_INDEX_SIZE:
         out.add("index-invalid", f"index is {size} bytes, larger than the limit of {MAX_INDEX_SIZE} bytes", None)

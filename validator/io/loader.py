@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from validator._dtypes import DTYPE_BITS, element_bytes
 from validator._errors import DeviceError, InvalidFileError, LoadError, SourceError, TensorNotFoundError
-from validator._prefix import PREFIX_LEN
+from validator._rules import PREFIX_LEN
 from validator._source import open_regular, os_error
 from validator._validate import _profile, check_buffer
 from validator.io.devices import ensure_available, parse_device, platform_facts, unsupported_reason

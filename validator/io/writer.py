@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from validator._dtypes import DTYPE_BITS, DTYPES
 from validator._errors import WriteError
-from validator._prefix import MAX_HEADER_SIZE
+from validator._rules import MAX_HEADER_SIZE
 from validator.io.subbyte import pack_subbyte
 
 if TYPE_CHECKING:

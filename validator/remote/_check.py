@@ -22,7 +22,7 @@ from urllib.parse import quote, urljoin, urlsplit
 
 from validator._check import Checker
 from validator._errors import RemoteError
-from validator._prefix import PREFIX_LEN
+from validator._rules import PREFIX_LEN
 from validator._validate import _profile, check_buffer, validate
 from validator.io.checkpoint import ParsedIndex, ShardProblem, cross_check
 from validator.io.index import MAX_INDEX_SIZE, IndexReport, is_index_name, parse_index, unsafe_shard_name

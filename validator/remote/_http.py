@@ -307,7 +307,7 @@ class RemoteFile:
         # A server may answer a shorter range than asked: take what it spans.
         self._take(resp, min(self.first, self._stream_end))
 
-    def _request(self, start: int, end: int) -> Response:
+    def _request(self, start: int, end: int) -> Response:  # noqa: C901 - one branch per HTTP outcome (retry, redirect, range, error)
         """One Range request; sets or checks ``size``; returns the response
         positioned at ``start`` with ``_stream_end`` set."""
         resp = self.client.get(self.url, start=start, end=end, headers=self.headers)

@@ -266,7 +266,7 @@ class _Split:
     waiting: int = 0
 
 
-def scan_with_client(
+def scan_with_client(  # noqa: C901, PLR0912, PLR0915 - submit, retry on worker loss, cache and time out in one loop
     client: Client,
     jobs: Sequence[Job],
     options: Options,

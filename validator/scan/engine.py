@@ -340,7 +340,7 @@ def _not_a_file(job: Job, result: FileResult) -> None:
     result.items = apply_policy(out.findings, None)
 
 
-def _scan_into(
+def _scan_into(  # noqa: C901 - one branch per source outcome
     job: Job, options: Options, policy: Policy | None, result: FileResult, progress: Callable[[int], None] | None
 ) -> None:
     # The scan's own rules keep at most MAX_PER_RULE findings each, as

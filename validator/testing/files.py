@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from validator._dtypes import DTYPE_BITS, DTYPES
-from validator._prefix import PREFIX_LEN
+from validator._rules import PREFIX_LEN
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Mapping, Sequence
