@@ -6,9 +6,7 @@
 # deserialisation validates first, under the strict profile unless told.
 from __future__ import annotations
 
-import contextlib
 import ctypes
-import gc
 import mmap
 import os
 from typing import TYPE_CHECKING, Any, Final
@@ -19,7 +17,7 @@ from validator.compat._errors import SaveTypeError, SerializeError, invalid_file
 from validator.io.writer import serialize_items, to_bytes, write_file
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping, Sequence
+    from collections.abc import Mapping, Sequence
 
     from validator._findings import Report, TensorInfo
     from validator._rules import Profile
@@ -241,15 +239,3 @@ def copied(data: object, profile: Profile | str) -> tuple[list[tuple[str, Tensor
     buffer = np.frombuffer(mmap.mmap(-1, size, flags=flags), np.uint8) if size else np.empty(0, np.uint8)
     np.copyto(buffer, np.frombuffer(view, np.uint8, size, start))
     return sorted(tensors.items(), key=lambda entry: entry[1].data_offsets), buffer
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause garbage collection while many tensors are made (see the loader's same pause)."""
-    paused = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if paused:
-            gc.enable()

@@ -20,8 +20,9 @@ import numpy as np
 from validator._errors import WriteError
 from validator.compat._errors import CompatLoadError, SaveTypeError, SerializeError
 from validator.compat._open import safe_open
-from validator.compat._serialize import check_metadata, copied, gc_paused, write_items
+from validator.compat._serialize import check_metadata, copied, write_items
 from validator.io.dtypes_np import numpy_dtype, safetensors_dtype
+from validator.io.loader import gc_paused
 from validator.io.subbyte import unpack_subbyte
 from validator.io.writer import to_bytes
 

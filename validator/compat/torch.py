@@ -29,8 +29,9 @@ from validator.compat._errors import (
     SerializeError,
 )
 from validator.compat._open import _float4, safe_open
-from validator.compat._serialize import DTYPE_CODES, check_metadata, copied, gc_paused, write_items
+from validator.compat._serialize import DTYPE_CODES, check_metadata, copied, write_items
 from validator.io.dtypes_torch import torch_dtype
+from validator.io.loader import gc_paused
 from validator.io.writer import to_bytes
 
 if TYPE_CHECKING:

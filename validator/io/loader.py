@@ -171,7 +171,7 @@ class SafetensorsFile:
         self._data_start: int = report.data_start or 0
 
     def _validate(self, profile: Profile) -> Report:
-        with _gc_paused():
+        with gc_paused():
             view = self._mm
             if view is None:
                 return check_buffer(b"", bytes, 0, profile, self.path)
@@ -289,7 +289,7 @@ class SafetensorsFile:
 
     def entries(self) -> list[tuple[str, TensorInfo]]:
         """(name, header entry) of every tensor, in the order of their data."""
-        with _gc_paused():
+        with gc_paused():
             return sorted(self._tensors.items(), key=lambda entry: entry[1].data_offsets)
 
     def load(self, entries: list[tuple[str, TensorInfo]]) -> dict[str, Any]:
@@ -306,7 +306,7 @@ class SafetensorsFile:
             if self.writable and self._batch is not None and len(entries) > 1:
                 with contextlib.suppress(OSError):  # out of mappings: one copy per tensor
                     self._private = mmap.mmap(self._fd, self._size, access=mmap.ACCESS_COPY)
-            with _gc_paused():
+            with gc_paused():
                 return self._views(entries)
         finally:
             self._batch = self._private = None
@@ -471,7 +471,8 @@ class SafetensorsFile:
 
 
 @contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
+def gc_paused() -> Iterator[None]:
+    """Pause garbage collection while many tensors are made."""
     # Many tensors allocate many small, acyclic objects; with a large heap
     # (torch imported) each full collection they trigger costs tens of
     # milliseconds, so collection pauses meanwhile.
