@@ -66,6 +66,7 @@ class Site:
         self.sent: dict[str, int] = {}
         self.log: list[tuple[str, str | None]] = []  # (path, Range header)
         self.latency = 0.0
+        self.rate = 0.0  # bytes per second per response; 0: as fast as the socket takes them
         self.hub: FakeHub | None = None
         self.lock = threading.Lock()
 
@@ -163,10 +164,15 @@ class Handler(BaseHTTPRequestHandler):
                     self._write(path, res.read(pos, 1))
                     pos += 1
             else:
+                began = time.perf_counter()
                 while pos < start + limit:
                     n = min(1 << 16, start + limit - pos)
                     self._write(path, res.read(pos, n))
                     pos += n
+                    if self.site.rate:  # pace to a link of this rate
+                        ahead = (pos - start) / self.site.rate - (time.perf_counter() - began)
+                        if ahead > 0:
+                            time.sleep(ahead)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
             return

@@ -71,6 +71,11 @@ CASES = [
     ("a", (Ellipsis, -6)),
     ("a", []),
     ("a", slice(7, None, 5)),
+    # items convert in order: the first bad item names the error
+    ("a", (-11, slice(None, None, 0))),
+    ("a", (slice(None, None, 0), -11)),
+    ("a", (-11, slice(-1, None))),
+    ("a", (slice(-1, None), -11)),
     ("z", Ellipsis),
     ("z", (Ellipsis, 1)),
     ("z", ()),

@@ -8,9 +8,11 @@
 #      (1 index + shards / concurrency) round trips x latency.
 #   3. `download` (sha256 + deep checks + write) against a plain streaming
 #      download (urllib3, 1 MiB reads, write) of the same file from the same
-#      server: throughput ratio, best of --repeat.
+#      server: throughput ratio, best of --repeat; unpaced (loopback, the
+#      server and client sharing the cores) and with the server paced to each
+#      link rate of --links (Gbit/s), as a real network would.
 #
-#   python tests/benchmarks/bench_remote.py [--size-mib 512] [--latency 0.05] [--repeat 3]
+#   python tests/benchmarks/bench_remote.py [--size-mib 512] [--latency 0.05] [--repeat 3] [--links 1,4]
 #
 # Not collected by pytest (bench_*.py).
 from __future__ import annotations
@@ -67,6 +69,9 @@ def serve(conn: object, big_file: str, latency: float) -> None:
             elif msg == "latency-off":
                 s.site.latency = 0.0
                 conn.send("ok")  # type: ignore[attr-defined]
+            elif isinstance(msg, tuple) and msg[0] == "rate":
+                s.site.rate = msg[1]
+                conn.send("ok")  # type: ignore[attr-defined]
             else:
                 return
 
@@ -105,6 +110,7 @@ def main() -> None:
     parser.add_argument("--size-mib", type=int, default=512)
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--links", default="1,4", help="link rates in Gbit/s to pace the server to (besides unpaced)")
     args = parser.parse_args()
     from validator.remote import Options, download, validate_remote_index, validate_url
 
@@ -143,25 +149,32 @@ def main() -> None:
             print(f"\n## 3. download of a {args.size_mib} MiB file")
             size = big_file.stat().st_size
             digest = hashlib.sha256(big_file.read_bytes()).hexdigest()
-            plain, ours = [], []
-            for _ in range(args.repeat):
-                dest = Path(tmp) / "plain.bin"
-                start = time.perf_counter()
-                plain_download(url + "/dl.safetensors", str(dest))
-                plain.append(time.perf_counter() - start)
-                dest.unlink()
-                out = Path(tmp) / "out"
-                start = time.perf_counter()
-                done = download(url + "/dl.safetensors", str(out), sha256=digest, deep=True)
-                ours.append(time.perf_counter() - start)
-                assert done[0].sha256 == digest
-                (out / "dl.safetensors").unlink()
-            p, o = min(plain), min(ours)
-            print("| client | best time | MiB/s |")
-            print("|---|---:|---:|")
-            print(f"| plain streaming download (urllib3, write) | {p:.2f} s | {size / p / 2**20:,.0f} |")
-            print(f"| stcheck download (sha256 + deep + write) | {o:.2f} s | {size / o / 2**20:,.0f} |")
-            print(f"throughput ratio stcheck / plain: {p / o:.2f}")
+            print(
+                "| link | plain streaming download (urllib3, write) | stcheck download (sha256 + deep + write) | ratio |"
+            )
+            print("|---|---:|---:|---:|")
+            for gbit in [0.0, *(float(x) for x in args.links.split(",") if x)]:
+                parent.send(("rate", gbit * 1e9 / 8))
+                parent.recv()
+                plain, ours = [], []
+                for _ in range(args.repeat):
+                    dest = Path(tmp) / "plain.bin"
+                    start = time.perf_counter()
+                    plain_download(url + "/dl.safetensors", str(dest))
+                    plain.append(time.perf_counter() - start)
+                    dest.unlink()
+                    out = Path(tmp) / "out"
+                    start = time.perf_counter()
+                    done = download(url + "/dl.safetensors", str(out), sha256=digest, deep=True)
+                    ours.append(time.perf_counter() - start)
+                    assert done[0].sha256 == digest
+                    (out / "dl.safetensors").unlink()
+                p, o = min(plain), min(ours)
+                link = f"{gbit:g} Gbit/s" if gbit else "unpaced loopback"
+                mib = 2**20
+                print(
+                    f"| {link} | {p:.2f} s, {size / p / mib:,.0f} MiB/s | {o:.2f} s, {size / o / mib:,.0f} MiB/s | {p / o:.2f} |"
+                )
         finally:
             parent.send("stop")
             proc.join(10)

@@ -9,6 +9,8 @@
 # - slice bounds are unsigned: a negative bound is an OverflowError, and the
 #   step must be positive;
 # - `...` stands for every dimension not indexed (at most one `...`);
+# - items are converted in order (a slice's bounds and step, an int's
+#   sign), after every item's type has been checked;
 # - bounds are checked from the last dimension to the first: a start at or
 #   past the end, or a stop past the end, is an error naming the dimension.
 #   A dimension of size 0 can therefore only be left unindexed.
@@ -76,11 +78,14 @@ def _step(value: object) -> int:
     return number
 
 
-def _one(item: object, position: int) -> _Indexer | object:
+def _one(item: object, position: int) -> _Select | slice | object:
+    # The type check for every item comes first (the reference extracts the
+    # whole index before converting any item); bounds and steps are
+    # converted later, item by item, in order.
     if item is Ellipsis:
         return _ELLIPSIS
     if isinstance(item, slice):
-        return _Narrow(_bound(item.start), _bound(item.stop), _step(item.step))
+        return item
     try:
         number = operator.index(item)  # type: ignore[arg-type]  # any object with __index__
     except TypeError:
@@ -106,10 +111,12 @@ def parse(index: object, shape: tuple[int, ...]) -> list[_Indexer]:
     if _ELLIPSIS in parsed:
         at = parsed.index(_ELLIPSIS)
         fill = max(len(shape) - (len(parsed) - 1), 0)
-        parsed[at : at + 1] = [_Narrow(None, None)] * fill
+        parsed[at : at + 1] = [slice(None)] * fill
     indexers: list[_Indexer] = []
     for dim, item in enumerate(parsed):
-        if isinstance(item, _Select) and item.index < 0:
+        if isinstance(item, slice):
+            item = _Narrow(_bound(item.start), _bound(item.stop), _step(item.step))  # noqa: PLW2901 - converted in order
+        elif isinstance(item, _Select) and item.index < 0:
             size = shape[dim] if dim < len(shape) else 0
             if item.index + size < 0:
                 msg = f"Invalid index {item.index} for dimension {dim} of size {size}"
