@@ -224,3 +224,13 @@ def test_size_arithmetic_has_one_source() -> None:
         source = Path(module.__file__).read_text()  # type: ignore[arg-type]
         assert "size_of(" in source
         assert re.search(r"count \*= dim|\* bits\b", source) is None, module.__name__
+
+
+@pytest.mark.parametrize(
+    "shape", ["", "1", "1,1,1", "11", "1,11", "11,1", "1,0", "0", "10,1", "1,1,2", "2", "1,111,1", "1" * 30]
+)
+@pytest.mark.parametrize("dtype", ["F32", "BOOL", "F4", "F8_E4M3", "C64"])
+def test_kind_size_of_ones_shortcut_equals_the_product(dtype: str, shape: str) -> None:
+    # kind_size skips shapes of only ones in C; every other shape is multiplied out.
+    dims = tuple(int(d) for d in shape.split(",")) if shape else ()
+    assert _tiers.kind_size(dtype + _tiers._KIND_CUT + shape) == _tiers.size_of(dtype, dims)

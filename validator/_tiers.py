@@ -282,7 +282,10 @@ def _probe(head: str) -> bool:
 def kind_size(kind: str) -> tuple[int, int]:
     """(bytes or OVERFLOW or MISALIGNED, alignment) of a valid kind column value."""
     dtype, shape = kind.split(_KIND_CUT)
-    # Dimensions of 1 change nothing: a shape of 50 million ones is one scan.
+    # Dimensions of 1 change nothing: a shape of only ones (no "11", nothing
+    # but "1" and ",") is two scans in C, and any other skips its ones.
+    if "11" not in shape and not shape.strip("1,"):
+        return size_of(dtype, ())
     return size_of(dtype, (int(m.group()) for m in _NOT_ONE.finditer(shape)))
 
 
