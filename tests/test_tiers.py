@@ -234,3 +234,20 @@ def test_kind_size_of_ones_shortcut_equals_the_product(dtype: str, shape: str) -
     # kind_size skips shapes of only ones in C; every other shape is multiplied out.
     dims = tuple(int(d) for d in shape.split(",")) if shape else ()
     assert _tiers.kind_size(dtype + _tiers._KIND_CUT + shape) == _tiers.size_of(dtype, dims)
+
+
+def test_plain_metadata_pairs_split_at_quotes_agree_with_the_tree_path() -> None:
+    # _header reads runs of plain pairs ('"k":"v",' with optional spaces) by
+    # splitting at the quotes; duplicates within a run, across runs, past the
+    # per-rule cap, mixed spacing, non-ASCII and empty strings included.
+    rng = random.Random(11)
+    for trial in range(60):
+        count = rng.choice([1, 3, 50, 2100, 4500])
+        keys = [rng.choice(["k", "é", "", "key-0", f"k{rng.randrange(40)}", f"u{trial}-{i}"]) for i in range(count)]
+        parts = []
+        for key in keys:
+            colon = rng.choice([":", ": "])
+            comma = rng.choice([",", ", "])
+            parts.append(f'"{key}"{colon}"{rng.choice(["v", "", "ü", key])}"{comma}')
+        text = '{"__metadata__":{' + "".join(parts) + '"last":"x"},' + _entries_text(1) + "}"
+        _same_everywhere(_file(text, b"\0" * 4))

@@ -388,7 +388,12 @@ class _Reader:
             self.table.metadata = result
             return pos + 1
         while True:
-            m = _PAIR_FAST.match(buf, pos) or _PAIR_RUN.match(buf, pos)
+            m = _PAIR_FAST.match(buf, pos)
+            if m is not None:
+                self.pairs(result, pos, m.end(), plain=True)
+                pos = ws(buf, m.end()).end()  # type: ignore[union-attr]
+                continue
+            m = _PAIR_RUN.match(buf, pos)
             if m is not None:
                 self.pairs(result, pos, m.end())
                 pos = ws(buf, m.end()).end()  # type: ignore[union-attr]
@@ -413,9 +418,26 @@ class _Reader:
                 raise JsonError("json-syntax", _BASE + pos, "unexpected end of header inside a container")
             raise _separator_error(buf, _BASE, pos, is_object=True)
 
-    def pairs(self, result: dict[str, str], start: int, end: int) -> None:
-        """A chunk of string-to-string metadata pairs, each followed by ','."""
+    def pairs(self, result: dict[str, str], start: int, end: int, *, plain: bool = False) -> None:
+        """A chunk of string-to-string metadata pairs, each followed by ','.
+
+        ``plain``: the chunk matched _PAIR_FAST, so no string in it holds a
+        quote or a backslash, and splitting at the quotes cuts it into
+        key, separator, value, separator, exactly.
+        """
         buf = self.buf
+        if plain:
+            cut = buf[start:end].split(b'"')
+            keys = cut[1::4]
+            rows = list(zip(keys, cut[3::4], strict=True))
+            chunk = dict(rows)
+            decoded = {k.decode(): v.decode() for k, v in chunk.items()}
+            repeats = len(rows) - len(decoded) + len(decoded.keys() & result.keys())
+            if not repeats or self._saturated("duplicate-key", repeats):
+                result.update(decoded)
+                return
+            self._pairs_one_by_one(result, start, end)
+            return
         rows = _PAIR.findall(buf, start, end)
         chunk = dict(rows)  # last value wins, first position kept: as a run of assignments does
         if buf.find(b"\\", start, end) >= 0:
@@ -427,13 +449,16 @@ class _Reader:
             decoded = {k[1:-1].decode(): v[1:-1].decode() for k, v in chunk.items()}
             repeats = len(rows) - len(decoded) + len(decoded.keys() & result.keys())
         if repeats and not (repeats > 0 and self._saturated("duplicate-key", repeats)):
-            for m in _PAIR.finditer(buf, start, end):
-                key = _decode(m.group(1))
-                if key in result:
-                    metadata_duplicate(key, _BASE + m.start(), self.out)
-                result[key] = _decode(m.group(2))
+            self._pairs_one_by_one(result, start, end)
             return
         result.update(decoded)
+
+    def _pairs_one_by_one(self, result: dict[str, str], start: int, end: int) -> None:
+        for m in _PAIR.finditer(self.buf, start, end):
+            key = _decode(m.group(1))
+            if key in result:
+                metadata_duplicate(key, _BASE + m.start(), self.out)
+            result[key] = _decode(m.group(2))
 
 
 def _leading(count: int, out: Checker) -> None:
