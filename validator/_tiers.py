@@ -132,12 +132,13 @@ def parse_shape(text: str) -> tuple[int, ...]:
     return tuple(map(int, text.split(","))) if text else ()
 
 
-def clean_table(text: str, header_size: int, file_size: int) -> Clean | None:  # noqa: C901, PLR0912, PLR0915 - the canonical tier's gates, in one pass for speed
+def clean_table(text: str, header_size: int, file_size: int, *, probed: bool = False) -> Clean | None:  # noqa: C901, PLR0912, PLR0915 - the canonical tier's gates, in one pass for speed
     """The header's table if the header is canonical and free of header findings.
 
     None when it is not canonical or a header-level check fails.  When only
     the layout fails, ``checked`` is False and the caller runs
-    validator._layout on the columns.
+    validator._layout on the columns.  ``probed``: the caller has already
+    probed the first entries (see _probe), so they are not split twice.
     """
     if header_size % 8 or "\\" in text or not text.startswith('{"'):
         return None
@@ -163,7 +164,7 @@ def clean_table(text: str, header_size: int, file_size: int) -> Clean | None:  #
     # long value); short metadata stays, to spare a copy of the text.
     if _ENTRY.match(text, start) is None:
         return None  # not even the first entry is canonical: spare the split
-    if len(text) - start > _PROBE and not _probe(text[start : start + _PROBE]):
+    if not probed and len(text) - start > _PROBE_ABOVE and not _probe(text[start : start + _PROBE]):
         return None
     body = text[start:] if start > _CUT_METADATA else text
     if body.isascii():
@@ -245,7 +246,10 @@ def clean_table(text: str, header_size: int, file_size: int) -> Clean | None:  #
     return clean
 
 
-_PROBE: Final = 1 << 16
+_PROBE: Final = 1 << 14  # enough entries to see a repeated name
+# Only headers above this are probed: below it a wasted split costs less
+# than the probe does on every valid header.
+_PROBE_ABOVE: Final = 1 << 20
 _ENTRY_FIXED: Final = len('"":{"dtype":"],"data_offsets":[]}') + 1  # an entry's text besides its groups
 _TO_DTYPE: Final = len('"":{"dtype":')  # from an entry's start to its dtype's opening quote, besides the name
 
@@ -299,8 +303,9 @@ class Tier(enum.IntFlag):
 
 
 # Above this size a header must look like a plain table before it is
-# decoded and split (the counts cost more than they save on small ones).
-_GATE_SIZE: Final = 1 << 12
+# decoded and split (below it the three counts cost a valid header more
+# than a wasted decode and split costs a hostile one).
+_GATE_SIZE: Final = 1 << 19
 
 
 _FIRST_ENTRY: Final = re.compile(rb'\{"[^"\\\x00-\x1f]{0,4096}+":\{"dtype":"')
@@ -311,15 +316,16 @@ def _looks_plain(header: bytes) -> bool:
 
     (The metadata map is read by the C scanner, which builds it whole.)
     """
+    # Single bytes are counted (a two-byte needle costs twice as much); a
+    # colon or bracket inside a name only makes the gate stricter.  Nested
+    # arrays anywhere fail the bracket count.
     entries = header.count(b'"data_offsets"')
-    return header.count(b'":') <= 4 * entries + 1024 and header.count(b"[") <= 2 * entries
+    return header.count(b":") <= 4 * entries + 1024 and header.count(b"[") <= 2 * entries
 
 
 def fast_table(header: bytes, header_size: int, file_size: int, tiers: Tier) -> Clean | None:
     """The canonical tier's table, or None when it does not vouch for the header."""
     if not tiers & Tier.CANONICAL or b"\\" in header:
-        return None
-    if b"[[" in header:  # nested arrays: not canonical (or only in metadata; the exact path reads it)
         return None
     metadata = header.startswith(b'{"__metadata__":')
     if not metadata and _FIRST_ENTRY.match(header) is None:
@@ -327,7 +333,8 @@ def fast_table(header: bytes, header_size: int, file_size: int, tiers: Tier) -> 
     if len(header) > _GATE_SIZE and not _looks_plain(header):
         return None
     # A cut character at the end of the probe only costs the probe an entry.
-    if not metadata and len(header) > _PROBE and not _probe(header[1:_PROBE].decode("utf-8", "ignore")):
+    probed = not metadata and len(header) > _PROBE_ABOVE
+    if probed and not _probe(header[1:_PROBE].decode("utf-8", "ignore")):
         return None
     if header.isascii():
         text = header.decode("ascii")
@@ -336,4 +343,4 @@ def fast_table(header: bytes, header_size: int, file_size: int, tiers: Tier) -> 
             text = header.decode("utf-8")
         except UnicodeDecodeError:
             return None
-    return clean_table(text, header_size, file_size)
+    return clean_table(text, header_size, file_size, probed=probed)
