@@ -159,13 +159,6 @@ def test_warnings_do_not_fail_and_can_be_hidden(tmp_path, capsys) -> None:
     assert len(out.splitlines()) == 1
 
 
-def test_finding_without_offset_has_empty_offset_field() -> None:
-    from validator import rule
-    from validator._findings import Finding
-
-    assert Finding(rule("json-syntax"), "m", None).format("f") == "f:: ST205 json-syntax m"
-
-
 # --- JSON output ----------------------------------------------------------
 
 

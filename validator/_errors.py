@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from validator._findings import Finding, Report, ReportBase
 
 
@@ -75,8 +77,18 @@ class InvalidIndexError(StcheckError):
 def _summary(what: str, report: ReportBase[Finding]) -> str:
     """``what: path:offset: CODE slug message (and N more)``."""
     where = report.path or "<bytes>"
-    first = report.first_error
+    first = headline(report.errors)
     detail = first.format(where) if first is not None else where
     count = len(report.errors)
     more = f" (and {count - 1} more)" if count > 1 else ""
     return f"{what}: {detail}{more}"
+
+
+def headline(errors: Sequence[Finding]) -> Finding | None:
+    """The error an exception message leads with: what the file really is
+    (a pickle, an LFS pointer: the ``format`` rules) when it is not a
+    safetensors file at all, else the first error."""
+    for finding in errors:
+        if finding.rule.region == "format":
+            return finding
+    return errors[0] if errors else None

@@ -51,9 +51,10 @@ class Finding:
         return self.rule.severity
 
     def format(self, path: str = "<bytes>") -> str:
-        """Render as ``path:offset: CODE slug message``, the form editors parse."""
-        where = "" if self.offset is None else str(self.offset)
-        return f"{path}:{where}: {self.code} {self.slug} {self.message}"
+        """Render as ``path:offset: CODE slug message``, the form editors parse
+        (``path: CODE slug message`` when no single offset applies; the path
+        escaped and the line printable, as the CLI prints it)."""
+        return finding_line(path, self)
 
     def __str__(self) -> str:
         """The one-line ``<bytes>:offset: CODE slug message`` form (see ``format``)."""

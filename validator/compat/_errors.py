@@ -21,6 +21,7 @@ from validator._errors import (
     StcheckError,
     TensorNotFoundError,
     WriteError,
+    headline,
 )
 from validator._rules import REFERENCE_MESSAGES, Profile
 
@@ -122,7 +123,10 @@ def invalid_file(report: Report, context: str) -> HeaderError:
     if shared:
         first = shared[0]
         phrase = _PHRASES.get(first.rule.reference_error or "", "invalid file")
-        message = f"{context}: {phrase} ({first.format(where)})"
+        # The reference's phrase, with what the file really is when it is not
+        # safetensors at all (a pickle, an LFS pointer) rather than ST102.
+        shown = headline(shared) or first
+        message = f"{context}: {phrase} ({shown.format(where)})"
     else:
         first = errors[0]
         message = (
