@@ -63,7 +63,7 @@ def test_open_of_a_pickle_names_the_pickle_first(tmp_path: Path) -> None:
     with pytest.raises(validator.InvalidFileError) as caught:
         validator.open(_pickle_file(tmp_path))
     message = str(caught.value)
-    assert "ST111 file-is-pickle" in message.split("(and")[0]
+    assert "ST111 file-is-pickle" in message.split("(and", maxsplit=1)[0]
     assert "torch.load" in message
     assert "ST102" not in message  # the length-prefix finding is counted, not shown
 
