@@ -56,6 +56,19 @@ def test_installed_copy_says_where_to_point_corpus(tmp_path):
     assert lines[0].endswith("clone the stcheck repository and pass --corpus CHECKOUT/corpus")
 
 
+def test_regenerate_line_keeps_the_options_that_change_verdicts(tmp_path, capsys, monkeypatch):
+    # A loader module raising KeyError: a crash unless --reject-exception names it.
+    (tmp_path / "keyerr_loader.py").write_text("def load(path):\n    raise KeyError(path)\n", encoding="utf-8")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))  # the loader runs in a child process
+    out = tmp_path / "out"
+    args = ["conformance", "--corpus", str(CORPUS), "--impl", "keyerr_loader:load", "--files", "n_padding_nul*"]
+    extra = ["--reject-exception", "builtins:KeyError", "--timeout", "5", "--memory-mb", "512", "--out", str(out)]
+    assert main([*args, *extra, "--quiet"]) == 0
+    capsys.readouterr()
+    command = (out / "summary.md").read_text(encoding="utf-8").partition("```sh\n")[2].partition("\n")[0]
+    assert "--reject-exception builtins:KeyError --timeout 5 --memory-mb 512" in command
+
+
 def test_regenerate_line_keeps_impl_and_corpus(tmp_path, capsys):
     script = tmp_path / "accept_all.py"
     script.write_text("import sys\nsys.exit(0)\n", encoding="utf-8")

@@ -15,7 +15,7 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
 from validator.conformance.adapter import ENV_REJECT
@@ -40,6 +40,9 @@ if TYPE_CHECKING:
 
     from validator.conformance.harness import Case, Impl, Result
 
+
+_DEFAULT_TIMEOUT: Final = 20.0
+_DEFAULT_MEMORY_MB: Final = 2048
 
 def _out(text: str) -> None:
     sys.stdout.write(text + "\n")
@@ -85,11 +88,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--cache-dir", metavar="DIR", help="where large cases are materialised (default: CORPUS/.cache)")
     p.add_argument("--out", metavar="DIR", help="write results.jsonl, summary.md and results.html here")
     p.add_argument("--jobs", type=int, default=2, help="implementations run in parallel (default 2)")
-    p.add_argument("--timeout", type=float, default=20.0, help="user mode: seconds per file (default 20)")
+    p.add_argument(
+        "--timeout", type=float, default=_DEFAULT_TIMEOUT, help="user mode: seconds per file (default 20)"
+    )
     p.add_argument(
         "--memory-mb",
         type=int,
-        default=2048,
+        default=_DEFAULT_MEMORY_MB,
         help="user mode: address-space cap per file in MiB (default 2048, 0 = none)",
     )
     p.add_argument("--from-jsonl", metavar="FILE", help="do not run anything: re-render --out from a results.jsonl")
@@ -97,12 +102,22 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(run=run)
 
 
-def _command_line(args: argparse.Namespace) -> str:
+def _command_line(args: argparse.Namespace) -> str:  # noqa: C901 - one branch per option that shapes the results
     parts = ["stcheck", "conformance"]
     if args.corpus:
         parts += ["--corpus", args.corpus]
     if args.impl:
         parts += ["--impl", args.impl]
+        # Options that change a user-mode verdict (a reject or a crash, a
+        # timeout, an out-of-memory) are part of the command; defaults are left out.
+        for exc in args.reject_exception:
+            parts += ["--reject-exception", exc]
+        if args.timeout != _DEFAULT_TIMEOUT:
+            parts += ["--timeout", f"{args.timeout:g}"]
+        if args.memory_mb != _DEFAULT_MEMORY_MB:
+            parts += ["--memory-mb", str(args.memory_mb)]
+    if args.cache_dir:
+        parts += ["--cache-dir", args.cache_dir]
     for name in args.only:
         parts += ["--only", name]
     for glob in args.files:
