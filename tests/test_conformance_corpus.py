@@ -80,3 +80,14 @@ def test_regenerate_line_keeps_impl_and_corpus(tmp_path, capsys):
     summary = (out / "summary.md").read_text(encoding="utf-8")
     command = summary.partition("```sh\n")[2].partition("\n")[0]
     assert command == (f"stcheck conformance --corpus {CORPUS} --impl '{spec}' --files 'y_dtype_f32*' --out {out}")
+
+
+def test_a_loader_that_rejects_every_valid_file_fails_the_gate(tmp_path, capsys):
+    script = tmp_path / "reject_all.py"
+    script.write_text("import sys\nsys.exit(1)\n", encoding="utf-8")
+    spec = f"{sys.executable} {script} {{path}}"
+    args = ["conformance", "--corpus", str(CORPUS), "--impl", spec, "--files", "y_dtype_f32*", "--quiet"]
+    assert main(args) == 1
+    out = capsys.readouterr().out
+    assert "FAILED" in out
+    assert "should-have-accepted" in out

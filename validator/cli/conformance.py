@@ -15,11 +15,13 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
 from validator.conformance.adapter import ENV_REJECT
 from validator.conformance.harness import (
+    DEFAULT_MEMORY_MB,
+    DEFAULT_TIMEOUT_S,
     FAILING,
     SEVERITY,
     STATUSES,
@@ -41,8 +43,6 @@ if TYPE_CHECKING:
     from validator.conformance.harness import Case, Impl, Result
 
 
-_DEFAULT_TIMEOUT: Final = 20.0
-_DEFAULT_MEMORY_MB: Final = 2048
 
 def _out(text: str) -> None:
     sys.stdout.write(text + "\n")
@@ -89,12 +89,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--out", metavar="DIR", help="write results.jsonl, summary.md and results.html here")
     p.add_argument("--jobs", type=int, default=2, help="implementations run in parallel (default 2)")
     p.add_argument(
-        "--timeout", type=float, default=_DEFAULT_TIMEOUT, help="user mode: seconds per file (default 20)"
+        "--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="user mode: seconds per file (default 20)"
     )
     p.add_argument(
         "--memory-mb",
         type=int,
-        default=_DEFAULT_MEMORY_MB,
+        default=DEFAULT_MEMORY_MB,
         help="user mode: address-space cap per file in MiB (default 2048, 0 = none)",
     )
     p.add_argument("--from-jsonl", metavar="FILE", help="do not run anything: re-render --out from a results.jsonl")
@@ -112,9 +112,9 @@ def _command_line(args: argparse.Namespace) -> str:  # noqa: C901 - one branch p
         # timeout, an out-of-memory) are part of the command; defaults are left out.
         for exc in args.reject_exception:
             parts += ["--reject-exception", exc]
-        if args.timeout != _DEFAULT_TIMEOUT:
+        if args.timeout != DEFAULT_TIMEOUT_S:
             parts += ["--timeout", f"{args.timeout:g}"]
-        if args.memory_mb != _DEFAULT_MEMORY_MB:
+        if args.memory_mb != DEFAULT_MEMORY_MB:
             parts += ["--memory-mb", str(args.memory_mb)]
     if args.cache_dir:
         parts += ["--cache-dir", args.cache_dir]

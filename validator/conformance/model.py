@@ -4,7 +4,8 @@
 #
 #   expected              did what the corpus expects
 #   should-have-rejected  accepted an n_ file (an unsafe accept)
-#   should-have-accepted  rejected a y_ file
+#   should-have-accepted  rejected a y_ file (fails the gate too: a loader
+#                         that loads nothing must not pass)
 #   i-accepted/i-rejected an accept or reject of an i_ file
 #   wrong-data            accepted, but returned bytes that are not the bytes
 #                         of the declared range
@@ -42,7 +43,7 @@ STATUS_TABLE: Final = tuple(
     for row in (
         ("expected", 0, False, "#3cb44b", "expected", "ok"),
         ("should-have-rejected", 3, True, "#ff7f00", "accepted an n_ file", "bad accept"),
-        ("should-have-accepted", 2, False, "#ffd92f", "rejected a y_ file", "bad reject"),
+        ("should-have-accepted", 2, True, "#ffd92f", "rejected a y_ file", "bad reject"),
         ("i-accepted", 1, False, "#9ecae1", "i_ accepted", "i acc."),
         ("i-rejected", 1, False, "#3182bd", "i_ rejected", "i rej."),
         ("wrong-data", 6, True, "#b000d8", "wrong data returned", "wrong data"),
