@@ -31,7 +31,7 @@ import mmap
 import os
 import stat
 import weakref
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, BinaryIO, Final
 
 from validator._dtypes import DTYPE_BITS, element_bytes
 from validator._errors import DeviceError, InvalidFileError, LoadError, SourceError, TensorNotFoundError
@@ -116,7 +116,7 @@ class SafetensorsFile:
 
     def __init__(
         self,
-        path: str | os.PathLike[str] | Any,  # noqa: ANN401 - or a binary file object
+        path: str | os.PathLike[str] | BinaryIO,
         *,
         framework: str = "numpy",
         device: str = "cpu",
@@ -547,7 +547,7 @@ class TensorSlice:
 
 
 def open_file(
-    path: str | os.PathLike[str] | Any,  # noqa: ANN401 - or a binary file object
+    path: str | os.PathLike[str] | BinaryIO,
     *,
     framework: str = "numpy",
     device: str = "cpu",
