@@ -14,6 +14,32 @@ import pytest
 
 from validator._rules import REFERENCE_MESSAGES
 
+# The torch dtype name of each safetensors dtype, as safetensors.serialize
+# and safetensors.torch spell them (F6 has no name there): written out here,
+# not imported from validator, so the tests check the package's own table.
+TORCH_NAMES: Final = {
+    "BOOL": "bool",
+    "U8": "uint8",
+    "I8": "int8",
+    "U16": "uint16",
+    "I16": "int16",
+    "F16": "float16",
+    "BF16": "bfloat16",
+    "U32": "uint32",
+    "I32": "int32",
+    "F32": "float32",
+    "U64": "uint64",
+    "I64": "int64",
+    "F64": "float64",
+    "C64": "complex64",
+    "F8_E4M3": "float8_e4m3fn",
+    "F8_E5M2": "float8_e5m2",
+    "F8_E8M0": "float8_e8m0fnu",
+    "F8_E4M3FNUZ": "float8_e4m3fnuz",
+    "F8_E5M2FNUZ": "float8_e5m2fnuz",
+    "F4": "float4_e2m1fn_x2",
+}
+
 _PREFIX: Final = "Error while deserializing: "
 
 

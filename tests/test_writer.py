@@ -16,34 +16,13 @@ import pytest
 import safetensors
 from hypothesis import given
 from hypothesis import strategies as st
+from reference import TORCH_NAMES
 
 import validator
 from validator import strategies
 from validator._dtypes import DTYPE_BITS, DTYPES
 
-# safetensors.serialize names dtypes the way torch does; F6 has no name there.
-ORACLE_NAMES = {
-    "BOOL": "bool",
-    "U8": "uint8",
-    "I8": "int8",
-    "U16": "uint16",
-    "I16": "int16",
-    "F16": "float16",
-    "BF16": "bfloat16",
-    "U32": "uint32",
-    "I32": "int32",
-    "F32": "float32",
-    "U64": "uint64",
-    "I64": "int64",
-    "F64": "float64",
-    "C64": "complex64",
-    "F8_E4M3": "float8_e4m3fn",
-    "F8_E5M2": "float8_e5m2",
-    "F8_E8M0": "float8_e8m0fnu",
-    "F8_E4M3FNUZ": "float8_e4m3fnuz",
-    "F8_E5M2FNUZ": "float8_e5m2fnuz",
-    "F4": "float4_e2m1fn_x2",
-}
+ORACLE_NAMES = TORCH_NAMES
 
 
 # Tensor dicts come from the project's strategies (validator.strategies):
