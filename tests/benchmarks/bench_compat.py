@@ -38,6 +38,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_loader import make_files  # noqa: E402 - the same two files as the loader benchmark
+
 PAGE = 4096
 MEASURES = (
     "numpy.load_file",
@@ -143,25 +147,7 @@ def _spawn(measure: str, side: str, path: Path, out: Path) -> dict[str, float]:
 
 
 def _make_files(directory: Path, big_mib: int, small: int) -> dict[str, Path]:
-    import numpy as np
-    import safetensors.numpy
-
-    directory.mkdir(parents=True, exist_ok=True)
-    big = directory / f"big_{big_mib}MiB.safetensors"
-    many = directory / f"many_{small}.safetensors"
-    if not big.exists():
-        count = 64
-        per = big_mib * (1 << 20) // 4 // count
-        block = np.random.default_rng(0).standard_normal(per, dtype=np.float32)
-        safetensors.numpy.save_file({f"layers.{i:02d}.weight": block + np.float32(i) for i in range(count)}, big)
-    if not many.exists():
-        rng = np.random.default_rng(1)
-        tensors = {f"blocks.{i // 8}.p{i % 8}": rng.standard_normal((16, 16), dtype=np.float32) for i in range(small)}
-        safetensors.numpy.save_file(tensors, many)
-    for path in (big, many):
-        with path.open("rb") as f:  # warm the page cache
-            while f.read(1 << 24):
-                pass
+    big, many = make_files(directory, big_mib, small)
     return {f"{big_mib} MiB, 64 tensors": big, f"{small} small tensors": many}
 
 

@@ -162,7 +162,9 @@ def _spawn(kind: str, side: str, path: Path, out: Path) -> dict[str, float]:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def _make_files(directory: Path, big_mib: int, small: int) -> dict[str, Path]:
+def make_files(directory: Path, big_mib: int, small: int) -> tuple[Path, Path]:
+    """The two benchmark files (written once, then reused): 64 F32 tensors of
+    ``big_mib`` MiB in all, and ``small`` F32 tensors of 16x16."""
     import numpy as np
     import safetensors.numpy
 
@@ -185,6 +187,11 @@ def _make_files(directory: Path, big_mib: int, small: int) -> dict[str, Path]:
         with path.open("rb") as f:  # warm the page cache
             while f.read(1 << 24):
                 pass
+    return big, many
+
+
+def _labelled_files(directory: Path, big_mib: int, small: int) -> dict[str, Path]:
+    big, many = make_files(directory, big_mib, small)
     return {"~1 GB": big, f"{small} small tensors": many}
 
 
@@ -207,7 +214,7 @@ def main() -> int:
     if args.child:
         print(json.dumps(child(*args.child)))
         return 0
-    files = _make_files(args.dir, args.big_mib, args.small)
+    files = _labelled_files(args.dir, args.big_mib, args.small)
     out = args.dir / "saved.safetensors"
     rows = []
     for label, path in files.items():
