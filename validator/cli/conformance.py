@@ -43,7 +43,6 @@ if TYPE_CHECKING:
     from validator.conformance.harness import Case, Impl, Result
 
 
-
 def _out(text: str) -> None:
     sys.stdout.write(text + "\n")
 
@@ -88,9 +87,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--cache-dir", metavar="DIR", help="where large cases are materialised (default: CORPUS/.cache)")
     p.add_argument("--out", metavar="DIR", help="write results.jsonl, summary.md and results.html here")
     p.add_argument("--jobs", type=int, default=2, help="implementations run in parallel (default 2)")
-    p.add_argument(
-        "--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="user mode: seconds per file (default 20)"
-    )
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="user mode: seconds per file (default 20)")
     p.add_argument(
         "--memory-mb",
         type=int,

@@ -137,3 +137,25 @@ def invalid_file(report: Report, context: str) -> HeaderError:
     if more:
         message += f" (and {more} more)"
     return HeaderError(message, report)
+
+
+def as_u64(number: int) -> int:
+    """``number`` as an unsigned 64-bit integer, or the OverflowError the
+    reference's binding raises converting it."""
+    if number < 0:
+        msg = "can't convert negative int to unsigned"
+        raise OverflowError(msg)
+    if number >= 1 << 64:
+        msg = "int too big to convert"
+        raise OverflowError(msg)
+    return number
+
+
+def non_contiguous(name: str) -> str:
+    """The reference's message for a non-contiguous tensor given to save."""
+    return (
+        f"You are trying to save a non contiguous tensor: `{name}` which is not allowed. It either means you"
+        " are trying to save tensors which are reference of each other in which case it's recommended to save"
+        " only the full tensors, and reslice at load time, or simply call `.contiguous()` on your tensor to"
+        " pack it before saving."
+    )

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from validator._errors import WriteError
 from validator._validate import validate
-from validator.compat._errors import SaveTypeError, SerializeError, invalid_file
+from validator.compat._errors import SaveTypeError, SerializeError, as_u64, invalid_file
 from validator.io.writer import serialize_items, to_bytes, write_file
 
 if TYPE_CHECKING:
@@ -118,13 +118,7 @@ def _unsigned(value: object) -> int:
     if number is None:
         msg = f"'{type(value).__name__}' object cannot be interpreted as an integer"
         raise TypeError(msg)
-    if number < 0:
-        msg = "can't convert negative int to unsigned"
-        raise OverflowError(msg)
-    if number >= _U64:
-        msg = "int too big to convert"
-        raise OverflowError(msg)
-    return int(number)
+    return as_u64(int(number))
 
 
 def _triples(tensor_dict: object, metadata: object) -> dict[str, tuple[str, list[int], Any]]:

@@ -22,10 +22,9 @@ import operator
 from dataclasses import dataclass
 from typing import Final
 
-from validator.compat._errors import CompatLoadError
+from validator.compat._errors import CompatLoadError, as_u64
 
 _I32: Final = 1 << 31
-_U64: Final = 1 << 64
 _UNSUPPORTED: Final = "Unsupported slice index at position {}: expected slice, int, or ellipsis"
 
 
@@ -56,13 +55,7 @@ def _bound(value: object) -> int | None:
     if value is None:
         return None
     number = operator.index(value)  # type: ignore[arg-type]  # TypeError for a float, as the reference's
-    if number < 0:
-        msg = "can't convert negative int to unsigned"
-        raise OverflowError(msg)
-    if number >= _U64:
-        msg = "int too big to convert"
-        raise OverflowError(msg)
-    return number
+    return as_u64(number)
 
 
 def _step(value: object) -> int:

@@ -16,7 +16,7 @@ import paddle  # type: ignore[import-not-found,unused-ignore]
 
 from validator._errors import WriteError
 from validator.compat import numpy as _numpy
-from validator.compat._errors import SaveValueError, SerializeError
+from validator.compat._errors import SaveValueError, SerializeError, non_contiguous
 from validator.compat._open import safe_open, to_paddle
 from validator.compat._serialize import DTYPE_CODES, check_metadata, write_items
 from validator.io.writer import to_bytes
@@ -40,13 +40,7 @@ def _triples(tensors: object) -> dict[str, tuple[str, list[int], Any]]:
     out = {}
     for name, value in tensors.items():
         if not value.is_contiguous():
-            msg = (
-                f"You are trying to save a non contiguous tensor: `{name}` which is not allowed. It either means you"
-                " are trying to save tensors which are reference of each other in which case it's recommended to save"
-                " only the full tensors, and reslice at load time, or simply call `.contiguous()` on your tensor to"
-                " pack it before saving."
-            )
-            raise SaveValueError(msg)
+            raise SaveValueError(non_contiguous(name))
         dtype = str(value.dtype).split(".")[-1]
         code = DTYPE_CODES.get(dtype)
         if code is None:

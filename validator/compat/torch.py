@@ -27,6 +27,7 @@ from validator.compat._errors import (
     SaveRuntimeError,
     SaveValueError,
     SerializeError,
+    non_contiguous,
 )
 from validator.compat._open import _float4, safe_open
 from validator.compat._serialize import DTYPE_CODES, check_metadata, copied, write_items
@@ -176,13 +177,7 @@ def _check_for_save(tensors: object) -> dict[str, torch.Tensor]:  # noqa: C901 -
         raise SaveRuntimeError(msg)
     for name, value in tensors.items():
         if not value.is_contiguous():
-            msg = (
-                f"You are trying to save a non contiguous tensor: `{name}` which is not allowed. It either means you"
-                " are trying to save tensors which are reference of each other in which case it's recommended to save"
-                " only the full tensors, and reslice at load time, or simply call `.contiguous()` on your tensor to"
-                " pack it before saving."
-            )
-            raise SaveValueError(msg)
+            raise SaveValueError(non_contiguous(name))
         if value.device.type == "meta":
             value.to("cpu")  # raises torch's own "Cannot copy out of meta tensor", as the reference does
         dtype = str(value.dtype).split(".")[-1]
