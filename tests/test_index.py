@@ -418,3 +418,15 @@ def test_missing_total_size_is_a_warning(tmp_path):
     assert report.findings[0].code == "ST511"
     assert report.findings[0].severity is validator.Severity.WARNING
     assert report.valid
+
+
+def test_check_of_an_index_naming_no_shards_is_not_a_pass(tmp_path, capsys):
+    # An empty weight_map is a structurally valid index, but `stcheck check`
+    # must not report success for a checkpoint of which it checked nothing.
+    from validator.cli.main import main
+
+    raw = b'{"weight_map": {}, "metadata": {"total_size": 0}}'
+    path = write_checkpoint(tmp_path, shards={}, raw_index=raw)
+    assert validator.validate_index(path).valid
+    assert main(["check", str(path)]) == 2
+    assert "the index names no shards; nothing was checked" in capsys.readouterr().err

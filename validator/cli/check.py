@@ -134,6 +134,12 @@ def run_check(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one bra
             errors.append(str(exc))
             continue
         checkpoints.extend(checked.checkpoints)
+        # An empty weight_map: "valid" would be a pass for work not done.
+        errors.extend(
+            f"{escape_line(index.path or target.path)}: the index names no shards; nothing was checked"
+            for index in checked.checkpoints
+            if index.valid and not index.shards
+        )
         if text:
             for index in checked.checkpoints:
                 print(checkpoint_heading(index))
