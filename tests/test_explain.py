@@ -58,3 +58,15 @@ def test_rules_for_a_scan_rule_describes_its_example(capsys: pytest.CaptureFixtu
     out = capsys.readouterr().out
     assert "Bad example:\n    sha256 of the file differs" in out
     assert "stcheck says:" not in out
+
+
+def test_spec_links_only_where_the_spec_is_hosted(monkeypatch) -> None:
+    # stcheck has no fixed public address: no made-up URL in SARIF or `rules`.
+    from validator.scan import formats
+
+    monkeypatch.delenv("STCHECK_SPEC_URL", raising=False)
+    assert all("helpUri" not in r for r in formats._sarif_rules())
+    assert formats.spec_link("json-syntax") is None
+    monkeypatch.setenv("STCHECK_SPEC_URL", "https://mirror.example/stcheck/spec/SPEC.md")
+    (json_syntax,) = [r for r in formats._sarif_rules() if r["name"] == "json-syntax"]
+    assert json_syntax["helpUri"] == "https://mirror.example/stcheck/spec/SPEC.md#json-syntax"

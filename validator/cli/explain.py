@@ -13,7 +13,7 @@ from validator._explain import EXAMPLES
 from validator._rules import BY_CODE, BY_SLUG, Profile, Rule
 from validator._validate import validate
 from validator.cli._common import EXIT_ERROR, EXIT_OK
-from validator.scan.formats import SPEC_URI
+from validator.scan.formats import spec_link
 
 _SHOWN_BYTES = 160
 
@@ -64,7 +64,7 @@ def explain(key: str, fmt: str = "text") -> int:
         "example": None if example is None else (example.text if data is None else data.hex()),
         "stcheck_says": said,
         "fix": None if example is None else example.fix,
-        "spec": f"{SPEC_URI}#{rule.anchor}",
+        "spec": spec_link(rule.anchor) or f"spec/SPEC.md#{rule.anchor}",
     }
     if fmt == "json":
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
@@ -90,6 +90,7 @@ def explain(key: str, fmt: str = "text") -> int:
             out += ["", "stcheck says:"]
             out += [f"    {line}" for line in said]
         out += ["", "Fix:", f"    {example.fix}"]
-    out += ["", f"Spec: spec/SPEC.md#{rule.anchor} ({doc['spec']})"]
+    link = spec_link(rule.anchor)
+    out += ["", f"Spec: spec/SPEC.md#{rule.anchor}" + (f" ({link})" if link else "")]
     sys.stdout.write("\n".join(out) + "\n")
     return EXIT_OK

@@ -41,8 +41,18 @@ if TYPE_CHECKING:
 
     from validator.scan.engine import FileResult
 
-INFO_URI: Final = "https://github.com/stcheck/stcheck"
-SPEC_URI: Final = INFO_URI + "/blob/main/spec/SPEC.md"
+# stcheck has no fixed public address: links to the spec are written only
+# when STCHECK_SPEC_URL names where SPEC.md is hosted (your mirror's
+# .../blob/main/spec/SPEC.md), never to a made-up one.
+SPEC_URL_ENV: Final = "STCHECK_SPEC_URL"
+
+
+def spec_link(anchor: str) -> str | None:
+    """``$STCHECK_SPEC_URL#anchor``, or None when the variable is unset."""
+    base = os.environ.get(SPEC_URL_ENV, "").strip()
+    return f"{base}#{anchor}" if base else None
+
+
 SARIF_SCHEMA: Final = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 FORMATS: Final = ("text", "json", "sarif", "junit")
 NO_POLICY: Final = "none (no --policy, and no [tool.stcheck] in a pyproject.toml above the scanned paths)"
@@ -225,7 +235,7 @@ def _sarif_rules() -> list[dict[str, Any]]:
             "id": rule.code,
             "name": rule.slug,
             "shortDescription": {"text": rule.title},
-            "helpUri": f"{SPEC_URI}#{rule.anchor}",
+            **({"helpUri": link} if (link := spec_link(rule.anchor)) else {}),
             "defaultConfiguration": {"level": "error" if rule.severity is Severity.ERROR else "warning"},
             "properties": {"tags": ["safetensors", rule.region]},
         }
@@ -294,7 +304,6 @@ def write_sarif(
                 "name": "stcheck",
                 "version": __version__,
                 "semanticVersion": __version__,
-                "informationUri": INFO_URI,
                 "rules": _sarif_rules(),
             }
         },
