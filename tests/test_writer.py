@@ -329,10 +329,22 @@ def test_failed_write_leaves_old_file_and_no_temporary(tmp_path, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", broken)
-    with pytest.raises(validator.WriteError, match="No space left"):
+    with pytest.raises(validator.WriteError, match="No space left") as caught:
         validator.save({"w": np.ones(4)}, path)
+    # An I/O failure is also an OSError, with its errno, as SourceError is.
+    assert isinstance(caught.value, OSError)
+    assert isinstance(caught.value, validator.WriteIOError)
+    assert caught.value.errno == 28
+    assert str(caught.value) == f"{path}: No space left on device"
     assert path.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["model.safetensors"]
+
+
+def test_write_into_a_missing_directory_is_an_oserror(tmp_path):
+    with pytest.raises(OSError) as caught:
+        validator.save({"w": np.ones(4)}, tmp_path / "no" / "such" / "m.safetensors")
+    assert isinstance(caught.value, validator.WriteError)
+    assert caught.value.errno == 2
 
 
 def test_file_mode_and_fsync(tmp_path):

@@ -19,6 +19,7 @@ from validator._errors import (
     SourceError,
     StcheckError,
     WriteError,
+    WriteIOError,
 )
 from validator._findings import Finding, Report, TensorInfo
 from validator._rules import REFERENCE_ERRORS, RULES, Profile, Rule, Severity, rule
@@ -49,6 +50,7 @@ __all__ = [
     "StcheckError",
     "TensorInfo",
     "WriteError",
+    "WriteIOError",
     "__version__",
     "ensure_valid",
     "is_valid",

@@ -63,7 +63,19 @@ class DeviceError(LoadError):
 
 class WriteError(StcheckError):
     """Tensors could not be saved: an unsupported dtype, a bad name, tensors
-    that share storage, or an I/O failure."""
+    that share storage, or an I/O failure (then a ``WriteIOError``)."""
+
+
+class WriteIOError(WriteError, OSError):
+    """The file could not be written (no space, no permission, a missing
+    directory).  It is an ``OSError``: ``errno`` is that of the failure."""
+
+    __str__ = Exception.__str__  # the message as given, as SourceError's
+
+    def __init__(self, message: str, cause: OSError) -> None:
+        super().__init__(message)
+        self.errno = cause.errno
+        self.strerror = cause.strerror
 
 
 class InvalidIndexError(StcheckError):

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from validator._dtypes import DTYPE_BITS, DTYPES
-from validator._errors import WriteError
+from validator._errors import WriteError, WriteIOError
 from validator._rules import MAX_HEADER_SIZE
 from validator.io.subbyte import pack_subbyte
 
@@ -511,7 +511,7 @@ def write_file(target: str, head: bytes | bytearray, items: list[_Item], *, fsyn
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{base}.{os.getpid()}.", suffix=".tmp")
     except OSError as exc:
         msg = f"{target}: {exc.strerror or exc}"
-        raise WriteError(msg) from exc
+        raise WriteIOError(msg, exc) from exc
     try:
         with os.fdopen(fd, "wb", buffering=1 << 20) as out:
             out.write(head)
@@ -529,7 +529,7 @@ def write_file(target: str, head: bytes | bytearray, items: list[_Item], *, fsyn
         with contextlib.suppress(OSError):
             Path(tmp).unlink()
         msg = f"{target}: {exc.strerror or exc}"
-        raise WriteError(msg) from exc
+        raise WriteIOError(msg, exc) from exc
     except BaseException:
         with contextlib.suppress(OSError):
             Path(tmp).unlink()
@@ -544,14 +544,14 @@ def _sync_directory(directory: str, target: str) -> None:
         dfd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     except OSError as exc:
         msg = f"{target}: written, but its directory could not be opened to sync it: {exc.strerror or exc}"
-        raise WriteError(msg) from exc
+        raise WriteIOError(msg, exc) from exc
     try:
         os.fsync(dfd)
     except OSError as exc:
         # Some file systems cannot sync a directory (EINVAL); nothing more can be done there.
         if exc.errno != errno.EINVAL:
             msg = f"{target}: written, but its directory could not be synced: {exc.strerror or exc}"
-            raise WriteError(msg) from exc
+            raise WriteIOError(msg, exc) from exc
     finally:
         os.close(dfd)
 
