@@ -251,3 +251,19 @@ def test_plain_metadata_pairs_split_at_quotes_agree_with_the_tree_path() -> None
             parts.append(f'"{key}"{colon}"{rng.choice(["v", "", "ü", key])}"{comma}')
         text = '{"__metadata__":{' + "".join(parts) + '"last":"x"},' + _entries_text(1) + "}"
         _same_everywhere(_file(text, b"\0" * 4))
+
+
+def test_long_header_let_go_and_put_back_when_the_canonical_tier_declines() -> None:
+    # Above _HOLD_ONCE the canonical tier drops the header bytes while it
+    # works on the text; when it then declines (here: a suspicious name,
+    # found after decoding), the bytes are put back for the exact reader.
+    value = "a" * (_tiers._HOLD_ONCE + 1024)
+    name = "w\u202eb"
+    text = '{"__metadata__":{"k":"' + value + '"},' + ENTRY.format(name, 0, 4) + "}"
+    blob = _file(text, b"\0" * 4)
+    assert _same_everywhere(blob) is Tier.SCAN
+    answered, (findings, tensors, metadata, valid, _) = _run(blob, "strict", Tier.ALL)
+    assert [f.slug for f in findings] == ["tensor-name-suspicious"]
+    assert metadata == {"k": value}
+    assert tensors is not None
+    assert list(tensors) == [name]

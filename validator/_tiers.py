@@ -306,6 +306,8 @@ class Tier(enum.IntFlag):
 # decoded and split (below it the three counts cost a valid header more
 # than a wasted decode and split costs a hostile one).
 _GATE_SIZE: Final = 1 << 19
+# Above this the header bytes are let go while their text is in use.
+_HOLD_ONCE: Final = 1 << 24
 
 
 _FIRST_ENTRY: Final = re.compile(rb'\{"[^"\\\x00-\x1f]{0,4096}+":\{"dtype":"')
@@ -323,8 +325,15 @@ def _looks_plain(header: bytes) -> bool:
     return header.count(b":") <= 4 * entries + 1024 and header.count(b"[") <= 2 * entries
 
 
-def fast_table(header: bytes, header_size: int, file_size: int, tiers: Tier) -> Clean | None:
-    """The canonical tier's table, or None when it does not vouch for the header."""
+def fast_table(holder: list[bytes], header_size: int, file_size: int, tiers: Tier) -> Clean | None:
+    """The canonical tier's table, or None when it does not vouch for the header.
+
+    ``holder`` holds the header bytes and is their only owner: above
+    _HOLD_ONCE the bytes are dropped while the decoded text is in use, and put
+    back (re-encoded, which is exact) when the tier declines, so a long header
+    is held once, not twice, beside what the metadata scan builds.
+    """
+    header = holder[0]
     if not tiers & Tier.CANONICAL or b"\\" in header:
         return None
     metadata = header.startswith(b'{"__metadata__":')
@@ -343,4 +352,11 @@ def fast_table(header: bytes, header_size: int, file_size: int, tiers: Tier) -> 
             text = header.decode("utf-8")
         except UnicodeDecodeError:
             return None
-    return clean_table(text, header_size, file_size, probed=probed)
+    if len(header) <= _HOLD_ONCE:
+        return clean_table(text, header_size, file_size, probed=probed)
+    holder.clear()
+    del header
+    clean = clean_table(text, header_size, file_size, probed=probed)
+    if clean is None:
+        holder.append(text.encode("utf-8"))  # exact: the text came from valid UTF-8
+    return clean

@@ -79,10 +79,10 @@ def _check(
     n = check_prefix(prefix, file_size, out, read_header)
     table = None
     if n is not None:
-        header = read_header(n)
-        clean = fast_table(header, n, file_size, tiers)
+        holder = [read_header(n)]  # the header's only owner: fast_table may let it go
+        clean = fast_table(holder, n, file_size, tiers)
         if clean is not None:
-            del header
+            del holder
             if answered is not None:
                 answered.append(Tier.CANONICAL)
             for name, dtype, at in clean.unknown:
@@ -95,6 +95,8 @@ def _check(
         scan = bool(tiers & Tier.SCAN)
         if answered is not None:
             answered.append(Tier.SCAN if scan else Tier.NONE)
+        header = holder.pop()
+        del holder
         table = check_header(header, out, scan=scan)
         del header
         if table is not None:
