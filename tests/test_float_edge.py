@@ -25,7 +25,7 @@ import pytest
 from hypothesis import given, settings
 
 import validator
-from validator._json import number
+from validator._numbers import number
 from validator.testing.files import edge_numbers
 
 MAX = sys.float_info.max

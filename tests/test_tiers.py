@@ -263,6 +263,8 @@ def test_long_header_let_go_and_put_back_when_the_canonical_tier_declines() -> N
     blob = _file(text, b"\0" * 4)
     assert _same_everywhere(blob) is Tier.SCAN
     answered, (findings, tensors, metadata, valid, _) = _run(blob, "strict", Tier.ALL)
+    assert answered is Tier.SCAN
+    assert valid  # the suspicious name is a warning
     assert [f.slug for f in findings] == ["tensor-name-suspicious"]
     assert metadata == {"k": value}
     assert tensors is not None

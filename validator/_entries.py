@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from validator._dtypes import DTYPE_BITS
-from validator._json import U64_MAX
+from validator._numbers import U64_MAX
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence

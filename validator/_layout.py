@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from validator._dtypes import DTYPE_BITS
 from validator._entries import pointer
-from validator._json import U64_MAX
+from validator._numbers import U64_MAX
 from validator._rules import PREFIX_LEN
 
 if TYPE_CHECKING:
