@@ -26,7 +26,7 @@ from hypothesis import given, settings
 
 import validator
 from validator._numbers import number
-from validator.testing.files import edge_numbers
+from validator.testing.numbers import edge_numbers
 
 MAX = sys.float_info.max
 ULP_AT_MAX = 2.0**971
