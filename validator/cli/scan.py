@@ -44,6 +44,7 @@ from validator.scan.engine import (
 from validator.scan.formats import FORMATS, human, write
 from validator.scan.integrity import Checksums, normalise_sha256, read_checksums
 from validator.scan.policy import Policy, PolicyError, find_pyproject_policy, load_policy
+from validator.scan.progress import rich_progress
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -132,25 +133,7 @@ def want_progress(mode: str) -> bool:
 
 class _RichBar:
     def __init__(self, total: int, files: int) -> None:
-        from rich.console import Console  # noqa: PLC0415 - rich is optional and drawn only on a terminal
-        from rich.progress import (  # noqa: PLC0415 - rich is optional and drawn only on a terminal
-            BarColumn,
-            DownloadColumn,
-            Progress,
-            TextColumn,
-            TimeRemainingColumn,
-            TransferSpeedColumn,
-        )
-
-        self.progress = Progress(
-            TextColumn(f"scanning {files} file{'s' if files != 1 else ''}"),
-            BarColumn(),
-            DownloadColumn(binary_units=True),
-            TransferSpeedColumn(),
-            TimeRemainingColumn(),
-            console=Console(file=sys.stderr),
-            transient=True,
-        )
+        self.progress = rich_progress(f"scanning {files} file{'s' if files != 1 else ''}")
         self.total = total
 
     def __enter__(self) -> _Callbacks:

@@ -36,7 +36,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import sys
 import time
 import uuid
 from dataclasses import dataclass, replace
@@ -44,6 +43,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from validator.scan.engine import FileResult, Job, Options
 from validator.scan.integrity import _key as checksum_key
+from validator.scan.progress import rich_progress
 from validator.scan.ranges import HashPart, Plan, RangePart, failed, hash_file, merge, plan, scan_range
 from validator.scan.timed import ScaleError, timed_scan
 
@@ -210,30 +210,11 @@ class _Bar:
     """The local scan's bar (bytes, throughput, time left) plus files and workers."""
 
     def __init__(self, total: int, files: int, client: Client) -> None:
-        from rich.console import Console  # noqa: PLC0415 - rich is optional and drawn only on a terminal
-        from rich.progress import (  # noqa: PLC0415 - rich is optional and drawn only on a terminal
-            BarColumn,
-            DownloadColumn,
-            Progress,
-            TextColumn,
-            TimeRemainingColumn,
-            TransferSpeedColumn,
-        )
-
         self.client = client
         self.files = files
         self.done = 0
         self.checked = 0.0
-        self.progress = Progress(
-            TextColumn("scanning {task.fields[count]} files"),
-            BarColumn(),
-            DownloadColumn(),
-            TransferSpeedColumn(),
-            TimeRemainingColumn(),
-            TextColumn("{task.fields[workers]} workers"),
-            console=Console(file=sys.stderr),
-            transient=True,
-        )
+        self.progress = rich_progress("scanning {task.fields[count]} files", "{task.fields[workers]} workers")
         self.progress.start()
         self.task = self.progress.add_task("scan", total=total or 1, count=f"0/{files}", workers=self._workers())
 
