@@ -63,5 +63,5 @@ def test_user_script_passes_mypy_strict(tmp_path):
 def test_mypy_catches_misuse_of_a_lazy_export(tmp_path):
     done = mypy(tmp_path, "import validator\n\nvalidator.open(42)\nvalidator.save([], 'x')\n")
     assert done.returncode == 1
-    assert 'Argument 1 to "open_file" has incompatible type "int"' in done.stdout
+    assert 'Argument 1 to "SafetensorsFile" has incompatible type "int"' in done.stdout  # validator.open is the class
     assert 'Argument 1 to "save" has incompatible type' in done.stdout

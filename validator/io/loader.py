@@ -112,7 +112,45 @@ def _lazy_torch() -> dict[str, Any]:
 
 
 class SafetensorsFile:
-    """A validated, memory-mapped safetensors file; see ``validator.open``."""
+    """A validated, memory-mapped safetensors file (``validator.open``): map,
+    validate and open a safetensors file for lazy loading.
+
+    ``path`` is a path or a file object opened for reading (its descriptor
+    is used, not its name).  The file is validated from the mapped bytes
+    themselves; a file with any error finding under ``profile`` is refused
+    with ``InvalidFileError`` (``.report`` holds the findings).
+    ``profile="reference"`` also opens files that only safetensors 0.8.0
+    accepts.
+
+    ``framework``: ``"numpy"`` gives read-only zero-copy arrays (ml_dtypes for
+    BF16 and the float8 types, complex64 for C64); ``"torch"`` gives zero-copy
+    CPU tensors over a private copy-on-write mapping (writes never reach the
+    file).  A tensor whose start is misaligned for its element size is copied
+    once; ``handle.misaligned`` names them.  ``writable=True`` (numpy) gives
+    writable arrays, each independent of the file and of every other array:
+    large tensors get their own copy-on-write mapping, small ones are copied.
+
+    ``device``: ``"cpu"``, ``"mps"``, ``"cuda"`` or ``"cuda:N"`` (torch only).
+    A dtype the device cannot hold raises ``DeviceError``, unless ``cast``
+    maps it to another, e.g. ``cast={"F64": "F32", "F8_E4M3": "BF16"}``
+    (targets: safetensors or framework dtype names, checked at open).
+
+    ``subbyte`` (F4, F6_E2M3, F6_E3M2): ``"packed"`` (default) returns the
+    raw bytes as a 1-D uint8 array (``info(name).shape`` is the logical
+    shape); ``"unpack"`` (numpy only) returns one ml_dtypes element per byte
+    in the logical shape (bit order: see ``validator.io.subbyte``).
+
+    Names that ``save(..., dedupe=True)`` or ``save_model`` dropped as
+    aliases resolve to the tensor they share (see ``aliases``).  Before each
+    tensor is handed out the file's size is checked again: a file truncated
+    since it was opened raises ``LoadError`` instead of crashing the process.
+    Views handed out earlier are not protected (see the README).
+
+    >>> import validator
+    >>> with validator.open("model.safetensors") as f:  # doctest: +SKIP
+    ...     w = f.get("weight")
+    ...     head = f.get_slice("embed")[:8]
+    """
 
     def __init__(
         self,
@@ -546,54 +584,5 @@ class TensorSlice:
         return self._handle._finish(self.name, self.info, full[index])  # noqa: SLF001
 
 
-def open_file(
-    path: str | os.PathLike[str] | BinaryIO,
-    *,
-    framework: str = "numpy",
-    device: str = "cpu",
-    profile: Profile | str = "strict",
-    cast: Mapping[str, str] | None = None,
-    subbyte: str = "packed",
-    writable: bool = False,
-) -> SafetensorsFile:
-    """Map, validate and open a safetensors file for lazy loading.
-
-    ``path`` is a path or a file object opened for reading (its descriptor
-    is used, not its name).  The file is validated from the mapped bytes
-    themselves; a file with any error finding under ``profile`` is refused
-    with ``InvalidFileError`` (``.report`` holds the findings).
-    ``profile="reference"`` also opens files that only safetensors 0.8.0
-    accepts.
-
-    ``framework``: ``"numpy"`` gives read-only zero-copy arrays (ml_dtypes for
-    BF16 and the float8 types, complex64 for C64); ``"torch"`` gives zero-copy
-    CPU tensors over a private copy-on-write mapping (writes never reach the
-    file).  A tensor whose start is misaligned for its element size is copied
-    once; ``handle.misaligned`` names them.  ``writable=True`` (numpy) gives
-    writable arrays, each independent of the file and of every other array:
-    large tensors get their own copy-on-write mapping, small ones are copied.
-
-    ``device``: ``"cpu"``, ``"mps"``, ``"cuda"`` or ``"cuda:N"`` (torch only).
-    A dtype the device cannot hold raises ``DeviceError``, unless ``cast``
-    maps it to another, e.g. ``cast={"F64": "F32", "F8_E4M3": "BF16"}``
-    (targets: safetensors or framework dtype names, checked at open).
-
-    ``subbyte`` (F4, F6_E2M3, F6_E3M2): ``"packed"`` (default) returns the
-    raw bytes as a 1-D uint8 array (``info(name).shape`` is the logical
-    shape); ``"unpack"`` (numpy only) returns one ml_dtypes element per byte
-    in the logical shape (bit order: see ``validator.io.subbyte``).
-
-    Names that ``save(..., dedupe=True)`` or ``save_model`` dropped as
-    aliases resolve to the tensor they share (see ``aliases``).  Before each
-    tensor is handed out the file's size is checked again: a file truncated
-    since it was opened raises ``LoadError`` instead of crashing the process.
-    Views handed out earlier are not protected (see the README).
-
-    >>> import validator
-    >>> with validator.open("model.safetensors") as f:  # doctest: +SKIP
-    ...     w = f.get("weight")
-    ...     head = f.get_slice("embed")[:8]
-    """
-    return SafetensorsFile(
-        path, framework=framework, device=device, profile=profile, cast=cast, subbyte=subbyte, writable=writable
-    )
+# `validator.open`: the class itself, so the signature is written once.
+open_file = SafetensorsFile
