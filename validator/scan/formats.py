@@ -25,7 +25,6 @@
 # ruff: noqa: PTH100, PTH109
 from __future__ import annotations
 
-import io
 import json
 import os
 import xml.etree.ElementTree as ET
@@ -421,19 +420,3 @@ def write(
         write_junit(out, results, errors, seconds, policies=policies)
     else:
         write_text(out, results, errors, seconds, policies=policies, warnings=warnings)
-
-
-def render(
-    fmt: str,
-    results: Sequence[FileResult],
-    errors: Sequence[str],
-    seconds: float,
-    *,
-    profile: str,
-    policies: Sequence[str] = (),
-    warnings: bool = True,
-) -> str:
-    """The report in format ``fmt`` as one string (for tests and small reports)."""
-    buf = io.StringIO()
-    write(fmt, buf, results, errors, seconds, profile=profile, policies=policies, warnings=warnings)
-    return buf.getvalue()

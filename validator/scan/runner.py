@@ -187,7 +187,7 @@ def scan_paths(
     file or a postgresql:// URL) when given.
 
     Returns one FileResult per file, in path order, and the paths that
-    could not be listed.  ``validator.scan.formats.render`` turns them into
+    could not be listed.  ``validator.scan.formats.write`` streams them as
     the same reports as ``stcheck scan``."""
     from validator.scan.engine import iter_paths  # noqa: PLC0415 - kept beside its one use
 
