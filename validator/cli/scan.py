@@ -299,22 +299,15 @@ def run_scan(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one bran
             results = plan.merge(run_jobs(jobs, options, workers=workers, progress=advance, on_file=done))
     seconds = time.perf_counter() - started
     try:
-        if args.output:
-            with open(args.output, "w", encoding="utf-8", errors="backslashreplace") as fh:
-                write(
-                    args.format,
-                    fh,
-                    results,
-                    errors,
-                    seconds,
-                    profile=args.profile,
-                    policies=policies,
-                    warnings=not args.no_warnings,
-                )
-        else:
+        with contextlib.ExitStack() as stack:
+            out = (
+                stack.enter_context(open(args.output, "w", encoding="utf-8", errors="backslashreplace"))
+                if args.output
+                else sys.stdout
+            )
             write(
                 args.format,
-                sys.stdout,
+                out,
                 results,
                 errors,
                 seconds,
