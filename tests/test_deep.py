@@ -311,3 +311,18 @@ def test_empty_tensors_count_as_scanned(tmp_path):
     result = scan(path)
     assert result.deep["tensors_scanned"] == 3
     assert found(result) == []
+
+
+@pytest.mark.parametrize("base", [nan_inf_file(), zip_last_tensor_file(), all_zero_file(), pickle_in_u8_file()])
+def test_one_read_and_many_chunks_give_the_same_result(tmp_path, base):
+    # A file of at most one chunk is read, hashed and checked in one step
+    # (no hashing thread, buffers sized to the file); the report must be
+    # that of the chunked pass, sha256 included.
+    path = write(tmp_path / "f.safetensors", base)
+    options = {"deep": True, "sha256": "0" * 64}
+    one = scan_file(Job(str(path), ((str(path), None),)), Options(chunk_size=1 << 24, **options))
+    many = scan_file(Job(str(path), ((str(path), None),)), Options(chunk_size=7, **options))
+    assert one.bytes_read == many.bytes_read == len(base)
+    assert found(one) == found(many)
+    assert one.deep == many.deep
+    assert one.sha256 == many.sha256

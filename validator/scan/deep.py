@@ -204,8 +204,10 @@ def _any_nonzero(buf: npt.NDArray[np.uint8], *, backwards: bool = False) -> int 
     for start in reversed(starts) if backwards else starts:
         block = buf[start : start + _BLOCK]
         if block.any():
-            hits = np.flatnonzero(block)
-            return start + int(hits[-1] if backwards else hits[0])
+            # One bool per byte and an argmax, not an index per nonzero byte.
+            if backwards:
+                return start + len(block) - 1 - int(np.argmax(block[::-1] != 0))
+            return start + int(np.argmax(block != 0))
     return None
 
 
@@ -275,7 +277,7 @@ class DeepScanner:
 
     def _piece(self, t: _Tensor, piece: npt.NDArray[np.uint8]) -> None:
         self.stats.bytes_scanned += len(piece)
-        if not t.nonzero and _any_nonzero(piece) is not None:
+        if not t.nonzero and piece.any():
             t.nonzero = True
         if t.cls is None or not t.nonzero:
             # An all-zero stretch holds no NaN or Inf in any encoding, but the

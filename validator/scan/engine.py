@@ -243,6 +243,26 @@ def hf_cache_jobs(cache: str, errors: list[str]) -> list[Job]:
 # -- one file ----------------------------------------------------------------
 
 
+def _read_once(
+    fh: io.FileIO,
+    chunk_size: int,
+    digester: Digester | None,
+    feed: Callable[[memoryview, int], None] | None,
+    progress: Callable[[int], None] | None,
+) -> int:
+    """_read_pass for a file of one chunk: hash and check in this thread."""
+    buf = bytearray(chunk_size)
+    got = fh.readinto(buf) or 0
+    view = memoryview(buf)[:got]
+    if digester is not None:
+        digester.update(view)
+    if feed is not None and got:
+        feed(view, 0)
+    if progress is not None and got:
+        progress(got)
+    return got
+
+
 def _read_pass(
     fh: io.FileIO,
     size: int,
@@ -253,10 +273,12 @@ def _read_pass(
     progress: Callable[[int], None] | None = None,
 ) -> int:
     """Read the whole file once, in order; return the bytes read."""
+    fh.seek(0)
+    if size <= chunk_size:  # one read: no later chunk to hash beside, so no thread
+        return _read_once(fh, chunk_size, digester, feed, progress)
     buffers = [bytearray(chunk_size), bytearray(chunk_size)]
     pending: list[Future[None] | None] = [None, None]
     offset = 0
-    fh.seek(0)
     with ThreadPoolExecutor(max_workers=1) as hasher:
         i = 0
         while offset < size:
@@ -376,17 +398,20 @@ def _scan_into(  # noqa: C901 - one branch per source outcome
             expected = lookup(options.checksums, job.path) or expected
             required = True
         want_digest = expected is not None or required
+        # Buffers no larger than the file: a 16 MiB chunk allocated (and
+        # zero-filled) for a 256 KiB file cost more than reading it.
+        chunk = min(options.chunk_size, max(size, 1))
         scanner = None
         if options.deep and report is not None and report.tensors is not None and report.data_start is not None:
             from validator.scan.deep import DeepScanner, check_names  # noqa: PLC0415 - numpy-backed deep checks load only with --deep
 
             check_names(report.tensors, report.metadata, out)
-            scanner = DeepScanner(fh.fileno(), size, report.data_start, report.tensors, options.chunk_size)
+            scanner = DeepScanner(fh.fileno(), size, report.data_start, report.tensors, chunk)
         digester = None
         if want_digest or scanner is not None:
             digester = Digester(size, git_blob=expected is not None and expected.algorithm == "git-sha1")
             result.bytes_read = _read_pass(
-                fh, size, options.chunk_size, digester, None if scanner is None else scanner.feed, progress=progress
+                fh, size, chunk, digester, None if scanner is None else scanner.feed, progress=progress
             )
             if result.bytes_read != size:
                 raise SourceError(

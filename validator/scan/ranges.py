@@ -150,6 +150,7 @@ def plan(job: Job, options: Options, split_bytes: int) -> Plan | FileResult:
 
 
 def _stream(fd: int, begin: int, end: int, chunk_size: int, feed: Callable[[memoryview, int], None]) -> None:
+    chunk_size = min(chunk_size, max(end - begin, 1))  # no buffer larger than the range
     buf = bytearray(chunk_size)
     offset = begin
     while offset < end:
