@@ -356,3 +356,16 @@ def test_hf_malformed_address(capsys):
     code, _, err = run_cli(capsys, "check", "hf://only-one-part")
     assert code == 2
     assert "expected hf://NAMESPACE/NAME" in err
+
+
+def test_refused_connection_is_not_called_a_timeout():
+    import socket
+
+    with socket.socket() as s:  # a port that was free a moment ago: nothing listens on it
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(RemoteError) as caught:
+        validate_url(f"http://127.0.0.1:{port}/m.safetensors", options=FAST)
+    assert "cannot connect" in str(caught.value)
+    assert "Connection refused" in str(caught.value)
+    assert "timeout" not in str(caught.value)

@@ -153,12 +153,14 @@ def _origin(url: str) -> tuple[str, str | None, int | None]:
 
 def _reason(exc: BaseException, timeout: float) -> str:
     text = str(exc)
+    # NewConnectionError subclasses ConnectTimeoutError in urllib3: a refused
+    # or unresolvable connection is not a timeout, so it is asked first.
+    if isinstance(exc, urllib3.exceptions.NewConnectionError):
+        return f"cannot connect: {text.split(': ', 1)[-1]}"
     if isinstance(exc, urllib3.exceptions.ConnectTimeoutError) or "connect timeout" in text.lower():
         return f"no connection within {timeout:g} s (connect timeout)"
     if isinstance(exc, (urllib3.exceptions.ReadTimeoutError, TimeoutError)) or "timed out" in text.lower():
         return f"server sent nothing for {timeout:g} s (read timeout)"
-    if isinstance(exc, urllib3.exceptions.NewConnectionError):
-        return f"cannot connect: {text.split(': ', 1)[-1]}"
     if isinstance(exc, urllib3.exceptions.ProtocolError):
         return f"connection broken: {text}"
     return text or type(exc).__name__
