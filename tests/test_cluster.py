@@ -168,11 +168,22 @@ def test_a_worker_killed_mid_scan_loses_and_doubles_nothing(tree):
 
 def test_a_scheduler_that_goes_away_is_exit_2_and_the_cache_resumes(tree, tmp_path):
     db = tmp_path / "c.db"
+    # Work left after the first 20 results, whatever the machine's speed: a
+    # few 16 MiB files read 4 KiB at a time keep the one worker busy for seconds.
+    big = tmp_path / "big"
+    big.mkdir()
+    block = f32(*([0.5] * (1 << 12))) * (1 << 10)
+    for i in range(6):
+        write(big / f"big{i}.safetensors", build([("w", "F32", [1 << 22], block)]))
     with external_cluster(1) as (address, sched):
         argv = [sys.executable, "-m", "validator", "scan", "--no-config", "--progress", "never"]
         argv += ["--deep", "--chunk-size", "4096", "--format", "json", "--cache", str(db)]
         proc = subprocess.Popen(
-            [*argv, "--cluster", address, str(tree)], env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            [*argv, "--cluster", address, str(tree), str(big)],
+            env=ENV,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and proc.poll() is None:
@@ -183,7 +194,7 @@ def test_a_scheduler_that_goes_away_is_exit_2_and_the_cache_resumes(tree, tmp_pa
         assert proc.poll() is None, "the scan finished before the scheduler could be stopped"
         sched.send_signal(signal.SIGKILL)
         out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 2
+    assert proc.returncode == 2, err[-2000:]
     assert out == ""
     assert f"stcheck scan: the Dask scheduler at {address} went away after " in err
     assert "results already finished are kept in the --cache, and a re-run resumes from there" in err
@@ -191,7 +202,9 @@ def test_a_scheduler_that_goes_away_is_exit_2_and_the_cache_resumes(tree, tmp_pa
     with sqlite3.connect(db) as conn:
         kept = conn.execute("SELECT count(*) FROM stcheck_results").fetchone()[0]
     assert kept >= 20
-    again = subprocess.run([*argv, str(tree)], env=ENV, capture_output=True, text=True, timeout=300, check=False)
+    again = subprocess.run(
+        [*argv, str(tree), str(big)], env=ENV, capture_output=True, text=True, timeout=300, check=False
+    )
     assert again.returncode == 1
     assert f"{kept} of " in again.stderr
 

@@ -38,6 +38,7 @@ import logging
 import os
 import time
 import uuid
+from concurrent.futures import CancelledError
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final
 
@@ -360,16 +361,23 @@ def scan_with_client(  # noqa: C901, PLR0912, PLR0915 - submit, retry on worker 
 
 def _outcome(future: Future[Any], where: str, finished: int, total: int) -> Any:  # noqa: ANN401 - whatever the task returned
     """A finished task's value, or the exception it ended with; raise
-    ClusterError when the scheduler is gone (its futures are cancelled)."""
+    ClusterError when the scheduler is gone: its futures are cancelled, or
+    fetching a finished task's value fails on the closed connection
+    (distributed's CommClosedError is an OSError; a task's own OSError is
+    the "error" status, not a failed fetch)."""
+    gone = ClusterError(
+        f"the Dask scheduler at {where} went away after {finished} of {total} files; "
+        "results already finished are kept in the --cache, and a re-run resumes from there"
+    )
     if future.status == "cancelled":
-        raise ClusterError(
-            f"the Dask scheduler at {where} went away after {finished} of {total} files; "
-            "results already finished are kept in the --cache, and a re-run resumes from there"
-        )
-    if future.status == "error":
-        exc = future.exception()  # type: ignore[no-untyped-call]
-        return exc if isinstance(exc, BaseException) else RuntimeError(str(exc))
-    return future.result()
+        raise gone
+    try:
+        if future.status == "error":
+            exc = future.exception()  # type: ignore[no-untyped-call]
+            return exc if isinstance(exc, BaseException) else RuntimeError(str(exc))
+        return future.result()
+    except (OSError, CancelledError) as lost:
+        raise gone from lost
 
 
 def _lost(job: Job, options: Options, exc: BaseException) -> FileResult:
