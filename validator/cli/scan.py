@@ -223,11 +223,21 @@ def _policies(args: argparse.Namespace, paths: list[str]) -> Callable[[str], Pol
     if args.no_config:
         return lambda _path: None
     found: dict[str, Policy | None] = {}
+    roots = set(paths)  # only these may be directories; every other path is a file found under them
+    by_parent: dict[str, Policy | None] = {}
 
     def lookup(path: str) -> Policy | None:
-        folder = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+        if path in roots and os.path.isdir(path):
+            folder = path
+        else:
+            parent = os.path.dirname(path)  # files of one folder share it: one abspath per folder
+            if parent in by_parent:
+                return by_parent[parent]
+            folder = os.path.dirname(os.path.abspath(path))
         if folder not in found:
             found[folder] = find_pyproject_policy(folder)
+        if folder != path:
+            by_parent[os.path.dirname(path)] = found[folder]
         return found[folder]
 
     for path in paths:  # parse every policy before the scan starts: a bad one is a usage error

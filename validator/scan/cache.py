@@ -131,26 +131,42 @@ def scan_context(options: Options) -> dict[str, Any]:
     }
 
 
-def job_context(base: dict[str, Any], job: Job, options: Options) -> str:
+def job_context(base: dict[str, Any], job: Job, options: Options, memo: dict[Any, str] | None = None) -> str:
     """The context part of one job's key: the scan's settings plus the digest
-    this file is checked against, exactly as the engine chooses it."""
+    this file is checked against, exactly as the engine chooses it.
+
+    ``memo``, shared by the calls of one scan (same ``base`` and
+    ``options``), holds the digests already made: most files share their
+    context, and a digest of the whole rule catalogue per file was most of
+    a warm re-scan's time.
+    """
     listed = None
     if options.checksums is not None:
         found = lookup(options.checksums, job.path)
-        listed = None if found is None else [found.algorithm, found.hexdigest, found.source]
-    expected = None if job.expected is None else [job.expected.algorithm, job.expected.hexdigest, job.expected.source]
-    return _digest(
+        listed = None if found is None else (found.algorithm, found.hexdigest, found.source)
+    expected = None if job.expected is None else (job.expected.algorithm, job.expected.hexdigest, job.expected.source)
+    memo = {} if memo is None else memo
+    policy = base["policy"]
+    if job.policy is not None:  # alive as long as the job: its id is a safe key meanwhile
+        policy = memo.get(("policy", id(job.policy))) or policy_hash(job.policy) or ""
+        memo[("policy", id(job.policy))] = policy
+    fields = (policy, job.validate, job.checksum_required, expected, listed)
+    known = memo.get(fields)
+    if known is not None:
+        return known
+    memo[fields] = made = _digest(
         {
             **base,
-            "policy": policy_hash(job.policy) if job.policy is not None else base["policy"],
+            "policy": policy,
             "validate": job.validate,
             "checksum_required": job.checksum_required,
-            "expected": expected,
+            "expected": None if expected is None else list(expected),
             "sha256": options.sha256,
             "checksums": options.checksums is not None,
-            "listed": listed,
+            "listed": None if listed is None else list(listed),
         }
     )
+    return made
 
 
 # -- values ------------------------------------------------------------------
@@ -460,8 +476,9 @@ class Lookup:
     ) -> None:
         self.cache = cache
         base = scan_context(options)
+        memo: dict[Any, str] = {}
         self.keys: list[Key | None] = [
-            None if identity is None else (identity, job_context(base, job, options))
+            None if identity is None else (identity, job_context(base, job, options, memo))
             for job, identity in zip(jobs, identities, strict=True)
         ]
         stored = cache.get_many([k for k in self.keys if k is not None])

@@ -459,6 +459,8 @@ def _groupable(finding: Finding) -> bool:
 def expand(job: Job, result: FileResult) -> list[FileResult]:
     """One result per name of the job (a shared hub blob is read once: its
     bytes count under its first name only)."""
+    if len(job.names) == 1 and job.names[0] == (result.path, result.model):
+        return [result]  # the common case: one name, the result's own
     return [
         replace(result, path=name, model=model, items=list(result.items), bytes_read=result.bytes_read if k == 0 else 0)
         for k, (name, model) in enumerate(job.names)
