@@ -36,11 +36,12 @@ print(json.dumps({"slugs": [f.slug for f in report.findings], "valid": report.va
 """
 
 
-def _child(path: Path) -> dict[str, object]:
+def _run_child(code: str, *args: str) -> dict[str, object]:
+    """Run ``code`` in a fresh interpreter over this checkout; its one JSON line."""
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     proc = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(path)],
+        [sys.executable, "-c", code, *args],
         capture_output=True,
         text=True,
         env=env,
@@ -50,6 +51,10 @@ def _child(path: Path) -> dict[str, object]:
     assert proc.returncode == 0, proc.stderr[-2000:]
     result: dict[str, object] = json.loads(proc.stdout)
     return result
+
+
+def _child(path: Path) -> dict[str, object]:
+    return _run_child(_CHILD, str(path))
 
 
 def _write_header(path: Path, parts: list[bytes], size: int, data: bytes = b"") -> None:
@@ -249,19 +254,7 @@ CAP_PER_BYTE = 4.0  # address space per header byte, on top of the interpreter's
 
 
 def _capped(path: Path, profile: str) -> dict[str, object]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.run(
-        [sys.executable, "-c", _CAPPED, str(path), profile, str(CAP_PER_BYTE), str(path.stat().st_size)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=HANG_TIMEOUT,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    result: dict[str, object] = json.loads(proc.stdout)
-    return result
+    return _run_child(_CAPPED, str(path), profile, str(CAP_PER_BYTE), str(path.stat().st_size))
 
 
 _UNIT_128 = b"[" * 128 + b"]" * 128 + b","
