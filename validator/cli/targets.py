@@ -179,6 +179,7 @@ def checkpoint_json(index: IndexReport) -> dict[str, Any]:
         "path": index.path,
         "valid": index.valid,
         "findings": [f.to_json() for f in index.findings],
+        "suppressed": index.suppressed,
         "shards": [r.path for r in index.shards.values()],
         "summary": summarize(index.weight_map or {}, index.shards).to_json(),
     }
@@ -314,6 +315,7 @@ def _index_result(index: IndexReport, profile: str, policy: Policy | None) -> An
         tensor_count=s.tensors,
         items=apply_policy(index.findings, policy),
         profile=profile,
+        not_listed=index.suppressed,
     )
 
 
