@@ -628,3 +628,26 @@ def test_a_shard_link_is_still_resolved(tmp_path):
     report = validator.validate_index(path)
     assert [f.slug for f in report.findings] == ["index-shard-path"]
     assert "outside the checkpoint directory" in report.findings[0].message
+
+
+def test_scan_of_a_remote_header_caps_policy_findings_and_counts_the_rest(tmp_path, capsys):
+    # The same class as item 7, found while looking for it: a remote header's
+    # policy findings (one per tensor of a forbidden dtype) were not capped,
+    # and the core's own count of dropped findings was not passed on.
+    pytest.importorskip("urllib3")
+    from tests.remote_servers import Server, from_bytes
+
+    n = MAX_PER_RULE + 500
+    validator.save({f"t{i:05d}": f32(1) for i in range(n)}, tmp_path / "many.safetensors")
+    (tmp_path / "policy.toml").write_text('forbidden_dtypes = ["F32"]\n')
+    with Server() as server:
+        server.site.resources["/many.safetensors"] = from_bytes((tmp_path / "many.safetensors").read_bytes())
+        rc, out, _ = cli(
+            capsys,
+            *("scan", "--progress", "never", "--format", "json", "--policy", str(tmp_path / "policy.toml")),
+            server.url + "/many.safetensors",
+        )
+    assert rc == 1
+    (entry,) = json.loads(out)["files"]
+    assert sum(f["rule"] == "policy-dtype-forbidden" for f in entry["findings"]) == MAX_PER_RULE
+    assert entry["suppressed"] == 500
