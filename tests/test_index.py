@@ -90,12 +90,15 @@ def test_open_index_refuses_invalid_checkpoint(tmp_path):
         (b'{"weight_map": [], "metadata": {"total_size": 0}}', "weight_map is a JSON list"),
         (b'{"weight_map": {"a": 1}, "metadata": {"total_size": 0}}', "entry for 'a' is not a file name"),
         (b'{"weight_map": {}, "metadata": {"total_size": NaN}}', "not valid JSON"),
-        (b'{"weight_map": {}, "metadata": {"total_size": 0}, "weight_map": {}}', "'weight_map' appears more than once"),
-        (b'{"weight_map": {}, "metadata": 7}', "metadata is not an object"),
-        (b'{"weight_map": {}, "metadata": {"total_size": -1}}', "must be a non-negative integer"),
-        (b'{"weight_map": {}, "metadata": {"total_size": "26"}}', "must be a non-negative integer"),
-        (b'{"weight_map": {}, "metadata": {"total_size": 1.5}}', "must be a non-negative integer"),
-        (b'{"weight_map": {}, "metadata": {"total_size": true}}', "must be a non-negative integer"),
+        (
+            b'{"weight_map": {}, "metadata": {"total_size": 0}, "weight_map": {"a": "a.safetensors"}}',
+            "'weight_map' appears more than once",
+        ),
+        (b'{"weight_map": {"a": "a.safetensors"}, "metadata": 7}', "metadata is not an object"),
+        (b'{"weight_map": {"a": "a.safetensors"}, "metadata": {"total_size": -1}}', "must be a non-negative integer"),
+        (b'{"weight_map": {"a": "a.safetensors"}, "metadata": {"total_size": "26"}}', "must be a non-negative integer"),
+        (b'{"weight_map": {"a": "a.safetensors"}, "metadata": {"total_size": 1.5}}', "must be a non-negative integer"),
+        (b'{"weight_map": {"a": "a.safetensors"}, "metadata": {"total_size": true}}', "must be a non-negative integer"),
         (b"[" * 100000 + b"]" * 100000, "nests too deeply"),
     ],
     ids=[
@@ -140,7 +143,8 @@ def test_index_shard_path(tmp_path, shard, problem):
     index = default_index()
     index["weight_map"]["head"] = shard
     report = validator.validate_index(write_checkpoint(tmp_path, index=index))
-    assert slugs(report) == ["index-shard-path"]  # B, now unnamed, is not examined
+    # B, now unnamed, is not examined; it is left beside the index like a stale shard.
+    assert slugs(report) == ["index-shard-path", "index-orphan-shard"]
     assert problem in report.findings[0].message
     assert report.findings[0].json_path == "/weight_map/head"
 
@@ -258,7 +262,7 @@ def test_sharded_save_of_numpy_arrays_round_trips(tmp_path):
 
 def test_every_index_rule_is_in_the_catalogue_region():
     codes = [r.code for r in validator.RULES if r.region == "index"]
-    assert codes == [f"ST5{i:02d}" for i in range(1, 12)]
+    assert codes == [f"ST5{i:02d}" for i in range(1, 16)]
 
 
 # --- issue 12 / 15: in-band sentinels, bounded memory, FIFOs, escaping links ---
@@ -266,11 +270,12 @@ def test_every_index_rule_is_in_the_catalogue_region():
 
 def test_nul_key_is_not_a_duplicate_sentinel(tmp_path):
     # A key spelt like the old in-band marker is an ordinary (unknown) key.
-    raw = b'{"\\u0000duplicates": 5, "weight_map": {}, "metadata": {"total_size": 0}}'
-    report = validator.validate_index(write_checkpoint(tmp_path, shards={}, raw_index=raw))
+    index = {"\x00duplicates": 5, **default_index()}
+    report = validator.validate_index(write_checkpoint(tmp_path, raw_index=json.dumps(index).encode()))
     assert report.findings == ()
     raw = b'{"weight_map": {"\\u0000duplicates": 5}, "metadata": {"\\u0000duplicates": 1, "total_size": 0}}'
-    report = validator.validate_index(write_checkpoint(tmp_path, shards={}, raw_index=raw))
+    (tmp_path / "other").mkdir()
+    report = validator.validate_index(write_checkpoint(tmp_path / "other", shards={}, raw_index=raw))
     assert slugs(report) == ["index-invalid"]
     assert "is not a file name" in report.findings[0].message
 
@@ -399,13 +404,14 @@ def test_hub_cache_snapshot_links_into_blobs_are_allowed(tmp_path):
     assert slugs(report) == ["index-shard-path"]
 
 
-@pytest.mark.parametrize(
-    "raw", [b'{"weight_map": {}}', b'{"weight_map": {}, "metadata": {}}'], ids=["no-metadata", "empty-metadata"]
-)
-def test_index_without_total_size_is_valid(tmp_path, raw):
+@pytest.mark.parametrize("metadata", [None, {}], ids=["no-metadata", "empty-metadata"])
+def test_index_without_total_size_is_valid(tmp_path, metadata):
     # Issue 14: transformers needs only weight_map; a missing total_size was
     # an ST501 error and is now the ST511 warning.
-    report = validator.validate_index(write_checkpoint(tmp_path, shards={}, raw_index=raw))
+    index = {"weight_map": default_index()["weight_map"]}
+    if metadata is not None:
+        index["metadata"] = metadata
+    report = validator.validate_index(write_checkpoint(tmp_path, index=index))
     assert slugs(report) == ["index-total-size-missing"]
     assert report.valid
 
@@ -421,12 +427,15 @@ def test_missing_total_size_is_a_warning(tmp_path):
 
 
 def test_check_of_an_index_naming_no_shards_is_not_a_pass(tmp_path, capsys):
-    # An empty weight_map is a structurally valid index, but `stcheck check`
-    # must not report success for a checkpoint of which it checked nothing.
+    # Issue 20: an empty weight_map was "valid" to validate_index while the
+    # CLI exited 2; every transformers release refuses it.  It is now ST501
+    # in both, and `stcheck check` exits 1 with the finding.
     from validator.cli.main import main
 
     raw = b'{"weight_map": {}, "metadata": {"total_size": 0}}'
     path = write_checkpoint(tmp_path, shards={}, raw_index=raw)
-    assert validator.validate_index(path).valid
-    assert main(["check", str(path)]) == 2
-    assert "the index names no shards; nothing was checked" in capsys.readouterr().err
+    assert slugs(validator.validate_index(path)) == ["index-invalid"]
+    assert main(["check", str(path)]) == 1
+    out = capsys.readouterr()
+    assert "ST501 index-invalid weight_map is empty" in out.out
+    assert out.err == ""

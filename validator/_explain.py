@@ -207,7 +207,8 @@ EXAMPLES: Final[dict[str, Example]] = {
         "Write {'metadata': {'total_size': N}, 'weight_map': {tensor: shard}}.", text='{"weight_map": []}'
     ),
     "index-shard-path": Example(
-        "Name shards by file name, in the index's directory.", text='"weight_map": {"w": "../../etc/passwd"}'
+        "Name each shard by a plain *.safetensors file name in the index's directory.",
+        text='"weight_map": {"w": "../../etc/passwd"}, or a shard named ".git/config"',
     ),
     "index-shard-missing": Example(
         "Download every shard the index names.",
@@ -228,6 +229,22 @@ EXAMPLES: Final[dict[str, Example]] = {
     "index-total-size-missing": Example(
         "Add metadata.total_size (the sum of the tensors' byte sizes) so the shards can be checked against it.",
         text='{"weight_map": {"w": "model-00001-of-00001.safetensors"}} with no "metadata"',
+    ),
+    "index-total-size-float": Example(
+        "Write total_size as an integer (the sum of the tensors' byte sizes); loaders do not read it.",
+        text='"total_size": 1068.0, as transformers 4.30 writes it',
+    ),
+    "index-tensor-tied": Example(
+        "Drop the tied name from weight_map, or store it; nothing to do if your loader ties weights.",
+        text='"lm_head.weight" listed in a shard that holds only "model.embed_tokens.weight"',
+    ),
+    "index-orphan-shard": Example(
+        "Delete the stale shard, or save the checkpoint again into an empty folder.",
+        text="model-00001-of-00099.safetensors beside an index of model-0000k-of-00002.safetensors shards",
+    ),
+    "index-beside-single-file": Example(
+        "Keep one of the two: the single file or the sharded checkpoint.",
+        text="model.safetensors beside model.safetensors.index.json",
     ),
     "index-key-missing": Example(
         "Add the tensor to the checkpoint.", text="an expected tensor name is not in the index"

@@ -126,7 +126,7 @@ _TABLE: Final[tuple[tuple[str, str, str, Severity, frozenset[Profile], str | Non
     #
     # Sharded checkpoints: model.safetensors.index.json (ST5xx).
     ("ST501", "index-invalid", "index is not a JSON object with a weight_map of names to shard files", _E, BOTH, None, "index"),
-    ("ST502", "index-shard-path", "shard file name is empty or absolute, or leaves the index's directory by name or through a symlink", _E, BOTH, None, "index"),
+    ("ST502", "index-shard-path", "shard file name is not a safe relative name of a .safetensors file, or leaves the index's directory through a symlink", _E, BOTH, None, "index"),
     ("ST503", "index-shard-missing", "a shard named in the index cannot be read", _E, BOTH, None, "index"),
     ("ST504", "index-shard-invalid", "a shard named in the index fails validation", _E, BOTH, None, "index"),
     ("ST505", "index-tensor-missing", "a tensor the index lists is not in the shard it names", _E, BOTH, None, "index"),
@@ -136,6 +136,10 @@ _TABLE: Final[tuple[tuple[str, str, str, Severity, frozenset[Profile], str | Non
     ("ST509", "index-key-missing", "an expected tensor name is not in the index", _E, BOTH, None, "index"),
     ("ST510", "index-key-unexpected", "the index lists a tensor name that was not expected", _E, BOTH, None, "index"),
     ("ST511", "index-total-size-missing", "the index has no metadata.total_size to check the shards against", _W, BOTH, None, "index"),
+    ("ST512", "index-total-size-float", "metadata.total_size is a whole-number float, not an integer", _W, BOTH, None, "index"),
+    ("ST513", "index-tensor-tied", "a tensor the index lists is in no shard, but a tie supplies it", _W, BOTH, None, "index"),
+    ("ST514", "index-orphan-shard", "a file beside the index is named like a shard, but no index in the folder names it", _W, BOTH, None, "index"),
+    ("ST515", "index-beside-single-file", "the unsharded file of the same name lies beside the index, and loaders pick one of the two", _W, BOTH, None, "index"),
     #
     # Deep scan of tensor contents, integrity and policy (ST6xx).
     ("ST601", "tensor-nan-inf", "float tensor holds NaN or infinite values", _W, BOTH, None, "deep"),

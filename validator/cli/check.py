@@ -111,7 +111,7 @@ def _summary_line(
     bad_checkpoints = sum(not c.valid for c in checkpoints)
     n_err = sum(len(r.errors) for r in reports) + sum(len(c.errors) for c in checkpoints)
     n_warn = sum(len(r.warnings) for r in reports) + sum(len(c.warnings) for c in checkpoints)
-    n_sup = sum(r.suppressed for r in reports)
+    n_sup = sum(r.suppressed for r in reports) + sum(c.suppressed for c in checkpoints)
     return (
         f"{len(reports)} file{'s' if len(reports) != 1 else ''} checked ({args.profile}): "
         f"{len(reports) - invalid} valid, {invalid} invalid; {n_err} errors, {n_warn} warnings"
@@ -134,12 +134,6 @@ def run_check(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one bra
             errors.append(str(exc))
             continue
         checkpoints.extend(checked.checkpoints)
-        # An empty weight_map: "valid" would be a pass for work not done.
-        errors.extend(
-            f"{escape_line(index.path or target.path)}: the index names no shards; nothing was checked"
-            for index in checked.checkpoints
-            if index.valid and not index.shards
-        )
         if text:
             for index in checked.checkpoints:
                 print(checkpoint_heading(index))
@@ -173,7 +167,7 @@ def run_check(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one bra
                 "invalid": invalid,
                 "errors": sum(len(r.errors) for r in reports) + sum(len(c.errors) for c in checkpoints),
                 "warnings": sum(len(r.warnings) for r in reports) + sum(len(c.warnings) for c in checkpoints),
-                "suppressed": sum(r.suppressed for r in reports),
+                "suppressed": sum(r.suppressed for r in reports) + sum(c.suppressed for c in checkpoints),
                 "unreadable": [m if encodable(m) else escape_line(m) for m in errors],
             },
         }

@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from validator._check import Checker
+from validator._check import MAX_PER_RULE, Checker
 from validator._errors import SourceError
 from validator._validate import validate
 
@@ -179,6 +179,7 @@ def checkpoint_json(index: IndexReport) -> dict[str, Any]:
         "path": index.path,
         "valid": index.valid,
         "findings": [f.to_json() for f in index.findings],
+        "suppressed": index.suppressed,
         "shards": [r.path for r in index.shards.values()],
         "summary": summarize(index.weight_map or {}, index.shards).to_json(),
     }
@@ -314,6 +315,7 @@ def _index_result(index: IndexReport, profile: str, policy: Policy | None) -> An
         tensor_count=s.tensors,
         items=apply_policy(index.findings, policy),
         profile=profile,
+        not_listed=index.suppressed,
     )
 
 
@@ -321,7 +323,7 @@ def _header_result(report: Report, profile: str, policy: Policy | None) -> Any: 
     from validator.scan.engine import FileResult  # noqa: PLC0415 - scan's types load with scan
     from validator.scan.policy import apply_policy, check_policy  # noqa: PLC0415 - as above
 
-    out = Checker()
+    out = Checker(limit=MAX_PER_RULE)  # one policy finding per tensor can be millions
     if policy is not None:
         check_policy(report, policy, out)
     return FileResult(
@@ -331,6 +333,7 @@ def _header_result(report: Report, profile: str, policy: Policy | None) -> Any: 
         tensor_count=None if report.tensors is None else len(report.tensors),
         items=apply_policy([*report.findings, *out.findings], policy),
         profile=profile,
+        not_listed=report.suppressed + sum(out.dropped.values()),
         metadata=None if report.metadata is None else dict(report.metadata),
     )
 

@@ -3,7 +3,9 @@
 # (index.py) and the remote one (validator.remote) both parse the index with
 # index.parse_index, obtain one outcome per shard name (a validated header
 # Report, or the reason the shard could not be used), and hand both here.
-# Nothing in this module does I/O, and every pass is linear in the number of
+# Nothing in this module does I/O (the model's config.json, which may vouch
+# for a tie, comes through a callable, called at most once and only when a
+# listed tensor is missing), and every pass is linear in the number of
 # weight_map entries plus the tensors the shards hold: shards are keyed by
 # name once, never rescanned per shard.
 from __future__ import annotations
@@ -13,9 +15,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from validator._entries import pointer
+from validator.io.ties import tie_evidence
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Mapping
+    from collections.abc import Callable, Collection, Mapping
 
     from validator._check import Checker
     from validator._findings import Report, TensorInfo
@@ -55,12 +58,17 @@ def cross_check(  # noqa: C901, PLR0912 - one branch per index-versus-shard rule
     out: Checker,
     *,
     expected_keys: Collection[str] | None = None,
+    config: Callable[[], Mapping[str, Any] | None] | None = None,
 ) -> tuple[dict[str, Report], int | None]:
     """Compare the index with its shards' headers; return (reports, total bytes).
 
     ``outcomes`` holds one entry per shard name of ``parsed.first_name``.
     Findings are added in a stable order: the shards' own problems by shard
     name, then weight_map entries in index order, then tensors by name.
+    ``config`` reads the model's config.json (or gives None); it is asked
+    only when a listed tensor is missing, at most once.  A tensor that no
+    shard holds and that a tie supplies (ties.tie_evidence) is the
+    index-tensor-tied warning and is left out of the total.
     """
     weight_map = parsed.weight_map
     reports: dict[str, Report] = {}
@@ -83,22 +91,15 @@ def cross_check(  # noqa: C901, PLR0912 - one branch per index-versus-shard rule
         for name in tensors:
             holders.setdefault(name, []).append(shard)
     total: int | None = 0
+    missing = _Missing(parsed, holders, reports, config, out)
     for name, shard in weight_map.items():
         held = usable.get(shard)
         if held is None:
             total = None  # unknowable: the shard is missing, unsafe or invalid
             continue
         if name not in held:
-            elsewhere = [s for s in holders.get(name, []) if s != shard]
-            hint = f"; it is in {', '.join(map(repr, elsewhere))}" if elsewhere else ""
-            out.add(
-                "index-tensor-missing",
-                f"tensor {name!r} is listed in shard {shard!r}, which does not hold it{hint}",
-                None,
-                tensor=name,
-                json_path=pointer("weight_map", name),
-            )
-            total = None
+            if not missing.tied(name, shard):
+                total = None
             continue
         if total is not None:
             total += held[name].nbytes
@@ -132,6 +133,50 @@ def cross_check(  # noqa: C901, PLR0912 - one branch per index-versus-shard rule
     return reports, total
 
 
+class _Missing:
+    """Judges a listed tensor that its shard does not hold: ST505, or the
+    ST513 warning when no shard holds it and a tie supplies it."""
+
+    __slots__ = ("_config", "_holders", "_index_notes", "_loaded", "_out", "_reports")
+
+    def __init__(
+        self,
+        parsed: ParsedIndex,
+        holders: Mapping[str, list[str]],
+        reports: Mapping[str, Report],
+        config: Callable[[], Mapping[str, Any] | None] | None,
+        out: Checker,
+    ) -> None:
+        self._index_notes: Mapping[str, Any] = parsed.metadata or {}
+        self._holders, self._reports, self._config, self._out = holders, reports, config, out
+        self._loaded: list[Mapping[str, Any] | None] = []
+
+    def _model_config(self) -> Mapping[str, Any] | None:
+        if not self._loaded:
+            self._loaded.append(None if self._config is None else self._config())
+        return self._loaded[0]
+
+    def tied(self, name: str, shard: str) -> bool:
+        """Report ``name`` (listed in ``shard``, which lacks it); True when a tie supplies it."""
+        elsewhere = [s for s in self._holders.get(name, []) if s != shard]
+        hint = f"; it is in {', '.join(map(repr, elsewhere))}" if elsewhere else ""
+        at = pointer("weight_map", name)
+        if not elsewhere:
+            notes = (self._reports[shard].metadata or {}, self._index_notes)
+            why, denied = tie_evidence(name, self._holders, config=self._model_config(), notes=notes)
+            if why is not None:
+                msg = (
+                    f"tensor {name!r} is listed in shard {shard!r}, which does not hold it, and no shard does; "
+                    f"{why}, so a loader that ties weights supplies it"
+                )
+                self._out.add("index-tensor-tied", msg, None, tensor=name, json_path=at)
+                return True
+            hint = f"; no shard holds it ({denied})" if denied is not None else ""
+        msg = f"tensor {name!r} is listed in shard {shard!r}, which does not hold it{hint}"
+        self._out.add("index-tensor-missing", msg, None, tensor=name, json_path=at)
+        return False
+
+
 def _check_total_size(parsed: ParsedIndex, total: int | None, out: Checker) -> None:
     if not parsed.metadata_ok:
         return
@@ -141,6 +186,19 @@ def _check_total_size(parsed: ParsedIndex, total: int | None, out: Checker) -> N
         # but without it a truncated download cannot be told from a whole one.
         msg = "metadata.total_size is missing; the shards' total size cannot be checked against the index"
         out.add("index-total-size-missing", msg, None, json_path="/metadata/total_size")
+        return
+    if type(declared) is float and declared.is_integer() and declared >= 0:
+        # transformers around 4.30 writes a float (it counts bool tensors at
+        # 1/8 byte, so the value can be wrong too); from_pretrained never
+        # reads total_size, so the index loads: a portability warning.
+        if total is None:
+            size = "the listed tensors' size is unknown"
+        elif int(declared) == total:
+            size = f"it equals the {total} bytes the listed tensors hold"
+        else:
+            size = f"the listed tensors hold {total} bytes ({int(declared) - total:+d})"
+        msg = f"metadata.total_size is {declared!r}, a float where an integer is meant; {size}"
+        out.add("index-total-size-float", msg, None, json_path="/metadata/total_size")
         return
     if type(declared) is not int or declared < 0:
         msg = f"metadata.total_size is {declared!r}; it must be a non-negative integer"

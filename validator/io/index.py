@@ -10,10 +10,21 @@
 # Duplicate keys are recorded on the parsed objects themselves (a dict
 # subclass with a `duplicates` slot), never as an in-band key that a hostile
 # index could spell.  An index over the size limit is refused from fstat,
-# before a byte of it is read.  Shard names are checked twice: as text (no
-# absolute path, no `..`), then on disk (the resolved file must stay in the
+# before a byte of it is read.  Shard names are checked twice: as text
+# (names.unsafe_shard_name: a plain relative path, nothing hidden, no
+# control characters), then on disk (the resolved file must stay in the
 # index's directory, or, in a Hugging Face hub cache, in the same
-# repository's cache folder, whose snapshots are symlinks into blobs/).
+# repository's cache folder, whose snapshots are symlinks into blobs/).  The
+# folder is resolved once per index; each shard costs one lstat per path
+# component, and a realpath only when a component is a link.
+#
+# Beside the index, the folder is looked at for what a loader would do
+# differently: a stale shard-pattern file that no index there names, and
+# the unsharded file of the same name, which transformers loads instead of
+# the index.  The model's config.json beside the index is read (bounded,
+# regular files only) only to judge a listed tensor that no shard holds: it
+# can make that one finding a warning, never hide a finding.  Findings are
+# capped per rule like the core's (MAX_PER_RULE), the rest counted.
 #
 # The index format has no written spec; it is what transformers'
 # `save_pretrained` writes and `from_pretrained` reads.  transformers does not
@@ -23,17 +34,18 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath, PureWindowsPath
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
-from validator._check import Checker
+from validator._check import MAX_PER_RULE, Checker
 from validator._entries import pointer
 from validator._errors import InvalidIndexError, SourceError, TensorNotFoundError
 from validator._findings import Finding, ReportBase
 from validator._source import RegularFile, os_error, read_exact
 from validator._validate import _profile, validate
 from validator.io.checkpoint import ParsedIndex, ShardProblem, cross_check, shard_names
+from validator.io.names import is_index_name, orphan_candidates, parse_index_name, shard_family, unsafe_shard_name
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterator, Mapping
@@ -42,18 +54,23 @@ if TYPE_CHECKING:
     from validator._rules import Profile
     from validator.io.loader import SafetensorsFile, TensorSlice
 
+__all__ = [
+    "MAX_INDEX_SIZE",
+    "IndexReport",
+    "ShardedFile",
+    "escaping_link",
+    "is_index_name",
+    "open_index",
+    "parse_index",
+    "read_index",
+    "unsafe_shard_name",
+    "validate_index",
+]
+
 MAX_INDEX_SIZE: Final = 100_000_000
-# transformers: model.safetensors.index.json, and with a variant
-# model.safetensors.index.fp16.json; diffusers: diffusion_pytorch_model.
-# safetensors.index.json and its variants, named the same way.
-_INDEX_NAME: Final = re.compile(r".+\.safetensors\.index(?:\.[^./\\]+)?\.json")
+MAX_CONFIG_SIZE: Final = 1 << 20  # a config.json larger than this is not read
 # A hub cache repository folder: <cache>/models--org--name (or datasets--, spaces--).
 _HUB_REPO: Final = re.compile(r"(?:models|datasets|spaces)--.+")
-
-
-def is_index_name(name: str) -> bool:
-    """Whether a file name is a sharded checkpoint's index by its name."""
-    return _INDEX_NAME.fullmatch(os.path.basename(name)) is not None  # noqa: PTH119
 
 
 @dataclass(frozen=True)
@@ -66,6 +83,8 @@ class IndexReport(ReportBase[Finding]):
     metadata: Mapping[str, Any] | None = None
     shards: Mapping[str, Report] = field(default_factory=dict)
     tensor_bytes: int | None = None
+    suppressed: int = 0
+    """The index's findings not kept because a rule fired more than 1000 times."""
 
     def to_json(self) -> dict[str, Any]:
         """The report as a JSON-ready dict."""
@@ -75,7 +94,29 @@ class IndexReport(ReportBase[Finding]):
             "findings": [f.to_json() for f in self.findings],
             "tensor_bytes": self.tensor_bytes,
             "shards": {name: report.to_json() for name, report in self.shards.items()},
+            "suppressed": self.suppressed,
         }
+
+
+def index_checker() -> Checker:
+    """The checker an index's findings go to: capped per rule, like the core's."""
+    return Checker(limit=MAX_PER_RULE)
+
+
+def index_report(
+    where: str,
+    out: Checker,
+    parsed: ParsedIndex | None = None,
+    reports: Mapping[str, Report] | None = None,
+    total: int | None = None,
+) -> IndexReport:
+    """The IndexReport of what ``out`` collected (with the count of the findings it dropped)."""
+    suppressed = sum(out.dropped.values())
+    if parsed is None:
+        return IndexReport(where, tuple(out.findings), suppressed=suppressed)
+    return IndexReport(
+        where, tuple(out.findings), parsed.weight_map, parsed.metadata, reports or {}, total, suppressed=suppressed
+    )
 
 
 class _Object(dict[str, Any]):
@@ -148,6 +189,11 @@ def parse_index(raw: bytes | None, size: int, out: Checker) -> ParsedIndex | Non
         msg = f"weight_map is {what}; it must be an object of tensor names to shard files"
         out.add("index-invalid", msg, None, json_path="/weight_map")
         return None
+    if not weight_map:
+        # Every transformers release refuses to load such an index.
+        msg = "weight_map is empty: the index names no tensor and no shard, so there is nothing to load"
+        out.add("index-invalid", msg, None, json_path="/weight_map")
+        return None
     for name in _duplicates(weight_map):
         out.add(
             "index-tensor-duplicated",
@@ -170,19 +216,6 @@ def parse_index(raw: bytes | None, size: int, out: Checker) -> ParsedIndex | Non
     return ParsedIndex(clean, metadata if metadata_ok else None, metadata_ok, shard_names(clean))
 
 
-def unsafe_shard_name(name: str) -> str | None:
-    """Why ``name`` may not be joined to the index's directory, or None."""
-    if not name:
-        return "is empty"
-    if "\x00" in name or "\\" in name:
-        return "holds a NUL or backslash"
-    if PurePosixPath(name).is_absolute() or PureWindowsPath(name).drive:
-        return "is an absolute path"
-    if ".." in name.split("/"):
-        return "climbs out of the index's directory with '..'"
-    return None
-
-
 def _allowed_root(real_base: str) -> str:
     """The folder a shard may resolve into: the index's own directory, or the
     hub cache repository folder that holds it (snapshots link into blobs/)."""
@@ -197,22 +230,119 @@ def _allowed_root(real_base: str) -> str:
         here = parent
 
 
-def _inside(path: str, root: str) -> bool:
-    try:
-        return os.path.commonpath([path, root]) == root
-    except ValueError:  # different drives
-        return False
+class _Confinement:
+    """Where one index's shards may resolve; the folder is resolved once."""
+
+    __slots__ = ("_base_prefix", "_root_prefix", "real_base", "root")
+
+    def __init__(self, base: str) -> None:
+        self.real_base = os.path.realpath(base or ".")
+        self.root = _allowed_root(self.real_base)
+        self._base_prefix = self.real_base.rstrip(os.sep) + os.sep
+        self._root_prefix = self.root.rstrip(os.sep) + os.sep
+
+    def _resolve(self, shard: str) -> tuple[str, FileNotFoundError | None]:
+        # The name passed unsafe_shard_name: no "", "." or ".." component.
+        # Walk it with lstat; only a link needs the full realpath.  A
+        # component that does not exist ends the walk: nothing is followed
+        # below it, and the shard is missing (returned, so that the caller
+        # need not try to open it).
+        path = self.real_base.rstrip(os.sep)
+        parts = shard.split("/")
+        for i, part in enumerate(parts):
+            path = path + os.sep + part
+            try:
+                mode = os.lstat(path).st_mode
+            except FileNotFoundError as exc:
+                return os.path.join(path, *parts[i + 1 :]), exc  # noqa: PTH118
+            except OSError:
+                return os.path.join(path, *parts[i + 1 :]), None  # noqa: PTH118 - the open reports it
+            if stat.S_ISLNK(mode):
+                return os.path.realpath(os.path.join(path, *parts[i + 1 :])), None  # noqa: PTH118
+        return path, None
+
+    def escape(self, shard: str) -> str | None:
+        return self.check(shard)[0]
+
+    def check(self, shard: str) -> tuple[str | None, FileNotFoundError | None]:
+        """(why the shard resolves outside the checkpoint, or None; the error
+        if a component of its path does not exist, or None)."""
+        target, missing = self._resolve(shard)
+        if target.startswith((self._base_prefix, self._root_prefix)) or target in {self.real_base, self.root}:
+            return None, missing
+        return f"resolves through a symlink to {target!r}, outside the checkpoint directory", None
 
 
 def escaping_link(base: str, shard: str) -> str | None:
     """Why the shard file, followed through symlinks, lies outside the
-    checkpoint, or None.  (A link swapped after this check and before the
-    open is not caught: the check and the open are two system calls.)"""
-    real_base = os.path.realpath(base or ".")
-    target = os.path.realpath(os.path.join(real_base, shard))  # noqa: PTH118
-    if _inside(target, real_base) or _inside(target, _allowed_root(real_base)):
+    checkpoint, or None; ``shard`` is a name that passed unsafe_shard_name.
+    (A link swapped after this check and before the open is not caught: the
+    check and the open are two system calls.)"""
+    return _Confinement(base).escape(shard)
+
+
+def _read_config(base: str) -> dict[str, Any] | None:
+    """The config.json beside the index, or None when it is absent, not a
+    regular file, larger than MAX_CONFIG_SIZE, or not a JSON object."""
+    path = os.path.join(base, "config.json")  # noqa: PTH118
+    try:
+        with RegularFile(path) as (fd, st):
+            if st.st_size > MAX_CONFIG_SIZE:
+                return None
+            raw = read_exact(fd, 0, MAX_CONFIG_SIZE + 1)
+        if len(raw) > MAX_CONFIG_SIZE:
+            return None
+        config = json.loads(raw.decode("utf-8"), parse_constant=_refuse_constant)
+    except (SourceError, OSError, ValueError, RecursionError):
         return None
-    return f"resolves through a symlink to {target!r}, outside the checkpoint directory"
+    return config if isinstance(config, dict) else None
+
+
+def _named_by(index: str) -> set[str]:
+    """The shard names another index lists (empty when it cannot be read)."""
+    try:
+        raw, size = read_index(index)
+    except SourceError:
+        return set()
+    parsed = parse_index(raw, size, Checker())
+    return set() if parsed is None else set(parsed.first_name)
+
+
+def _check_neighbours(where: str, base: str, listed: Collection[str], out: Checker) -> None:
+    """Warn about files beside the index that change what a loader reads:
+    stale shards no index names (index-orphan-shard), and the unsharded file
+    of the same name and variant (index-beside-single-file)."""
+    try:
+        with os.scandir(base or ".") as it:
+            entries = [e.name for e in it if not e.is_dir()]
+    except OSError:
+        return
+    name = os.path.basename(where)  # noqa: PTH119
+    orphans = orphan_candidates(name, listed, entries)
+    if orphans:
+        named: set[str] = set()
+        for sibling in sorted(e for e in entries if e != name and is_index_name(e)):
+            named |= _named_by(os.path.join(base, sibling))  # noqa: PTH118
+        families = {shard_family(shard) for shard in listed}
+        for orphan in orphans:
+            if orphan in named:
+                continue
+            if shard_family(orphan) in families:
+                why = "is numbered like one of this index's shards, but the index lists no tensor in it"
+            else:
+                why = "is named like a shard, but no index in this folder names it (left from an earlier save?)"
+            out.add("index-orphan-shard", f"{orphan!r} beside the index {why}; loaders never read it", None)
+    own = parse_index_name(name)
+    if own is not None and own.single_file in entries and own.single_file not in listed:
+        single = own.single_file
+        if own.index_first:
+            msg = f"{single!r} is beside this sharded index; diffusers loads this index and ignores {single!r}"
+        else:
+            msg = (
+                f"{single!r} is beside this sharded index; transformers' from_pretrained loads {single!r} "
+                "and ignores this index"
+            )
+        out.add("index-beside-single-file", msg, None)
 
 
 def validate_index(
@@ -223,12 +353,16 @@ def validate_index(
 ) -> IndexReport:
     """Validate a ``model.safetensors.index.json`` and the shards it names.
 
-    Every tensor in ``weight_map`` must be in exactly the shard it names, no
-    shard may hold a tensor the index does not place there, each shard must
-    pass validation under ``profile``, and ``metadata.total_size``, when
-    present, must equal the sum of the tensors' bytes (when absent it is a
-    warning).  Shard names must stay inside the index's directory, also
+    Every tensor in ``weight_map`` must be in exactly the shard it names
+    (one that no shard holds and that a tie supplies is a warning), no shard
+    may hold a tensor the index does not place there, each shard must pass
+    validation under ``profile``, and ``metadata.total_size``, when present,
+    must equal the sum of the tensors' bytes (when absent, or a whole-number
+    float, it is a warning).  Shard names must be safe relative
+    ``*.safetensors`` paths that stay inside the index's directory, also
     through symlinks (a hub cache's links into its blobs/ are allowed).
+    Stale shards and the unsharded file beside the index are warnings.
+    Findings are capped at 1,000 per rule; ``suppressed`` counts the rest.
     With ``expected_keys``, names the index lacks are ``index-key-missing``
     findings and extra names are ``index-key-unexpected`` ones.  Only the
     shards' headers are read.  Raises SourceError when the index itself
@@ -236,24 +370,34 @@ def validate_index(
     """
     prof = _profile(profile)
     where = os.fspath(path)
-    out = Checker()
+    out = index_checker()
     raw, size = read_index(where)
     parsed = parse_index(raw, size, out)
     if parsed is None:
-        return IndexReport(where, tuple(out.findings))
+        return index_report(where, out)
     base = os.path.dirname(where)  # noqa: PTH120
+    confinement = _Confinement(base)
     outcomes: dict[str, Report | ShardProblem] = {}
     for shard in parsed.first_name:
-        problem = unsafe_shard_name(shard) or escaping_link(base, shard)
+        problem = unsafe_shard_name(shard)
+        missing = None
+        if problem is None:
+            problem, missing = confinement.check(shard)
         if problem is not None:
             outcomes[shard] = ShardProblem("index-shard-path", f"shard file name {shard!r} {problem}")
             continue
+        full = os.path.join(base, shard)  # noqa: PTH118
         try:
-            outcomes[shard] = validate(os.path.join(base, shard), profile=prof)  # noqa: PTH118
+            if missing is not None:
+                raise os_error(full, missing)
+            outcomes[shard] = validate(full, profile=prof)
         except SourceError as exc:
             outcomes[shard] = ShardProblem("index-shard-missing", f"shard {shard!r}: {exc}")
-    reports, total = cross_check(parsed, outcomes, out, expected_keys=expected_keys)
-    return IndexReport(where, tuple(out.findings), parsed.weight_map, parsed.metadata, reports, total)
+    reports, total = cross_check(
+        parsed, outcomes, out, expected_keys=expected_keys, config=lambda: _read_config(base or ".")
+    )
+    _check_neighbours(where, base, parsed.first_name, out)
+    return index_report(where, out, parsed, reports, total)
 
 
 class ShardedFile:

@@ -20,18 +20,26 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import quote, urljoin, urlsplit
 
-from validator._check import Checker
 from validator._errors import RemoteError
 from validator._rules import PREFIX_LEN
 from validator._validate import _profile, check_buffer, validate
 from validator.io.checkpoint import ParsedIndex, ShardProblem, cross_check
-from validator.io.index import MAX_INDEX_SIZE, IndexReport, is_index_name, parse_index, unsafe_shard_name
+from validator.io.index import (
+    MAX_INDEX_SIZE,
+    IndexReport,
+    index_checker,
+    index_report,
+    is_index_name,
+    parse_index,
+    unsafe_shard_name,
+)
 from validator.remote._http import Client, Options, RemoteFile, fetch_small
 from validator.remote._hub import HubRepo, is_hf, parse_hf, resolve
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
 
+    from validator._check import Checker
     from validator._findings import Report
     from validator._rules import Profile
 
@@ -136,10 +144,10 @@ def check_index(
     raw, size = fetch_small(client, source.url, MAX_INDEX_SIZE, source.headers)
     if keep is not None and raw is not None:
         keep.append(raw)
-    out = Checker()
+    out = index_checker()
     parsed = parse_index(raw, size, out)
     if parsed is None:
-        return IndexReport(source.display, tuple(out.findings))
+        return index_report(source.display, out)
     return check_parsed(client, source, parsed, out, profile)
 
 
@@ -171,7 +179,7 @@ def check_parsed(
             continue
         outcomes[shard] = result
     reports, total = cross_check(parsed, outcomes, out)
-    return IndexReport(source.display, tuple(out.findings), parsed.weight_map, parsed.metadata, reports, total)
+    return index_report(source.display, out, parsed, reports, total)
 
 
 # -- sources -----------------------------------------------------------------

@@ -195,7 +195,8 @@ def download(  # noqa: C901 - one branch per source kind and failure
         for index, report in zip(found.indexes, checkpoints, strict=True):
             for shard in sorted(set((report.weight_map or {}).values())):
                 entry = index.shard(shard)
-                if entry is not None:
+                # An unsafe name is already refused (index-shard-path): fetch nothing for it.
+                if entry is not None and unsafe_shard_name(shard) is None:
                     entries.append(entry)
         refusals: list[tuple[str, Finding]] = [
             (c.path, f) for c in checkpoints for f in c.findings if f.severity is Severity.ERROR
