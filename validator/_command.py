@@ -34,6 +34,7 @@ STDERR_TAIL: Final = 24 << 10
 _CHUNK: Final = 1 << 16
 _LIVE: set[int] = set()  # process groups of running commands
 _LIVE_LOCK: Final = threading.Lock()
+_STOPPING = threading.Event()  # set once the harness is interrupted or exits: start nothing more
 
 
 @dataclass(frozen=True)
@@ -74,16 +75,21 @@ class _Tail:
         return bytes(self.head + middle + self.tail).decode("utf-8", "replace")
 
 
-def kill_all() -> None:
-    """Kill every command still running (an interrupted or exiting harness)."""
+def stop_all() -> None:
+    """Kill every command still running and start no more (an interrupted or exiting harness).
+
+    A worker thread that is still looping over files then gets "not started"
+    for each of them, so no loader outlives the harness.
+    """
     with _LIVE_LOCK:
+        _STOPPING.set()
         groups = list(_LIVE)
     for group in groups:
         with contextlib.suppress(OSError):
             os.killpg(group, signal.SIGKILL)
 
 
-atexit.register(kill_all)
+atexit.register(stop_all)
 
 
 def run(
@@ -97,20 +103,23 @@ def run(
 ) -> Completed:
     """Run ``argv`` to its end or to ``timeout`` seconds, whichever comes first."""
     start = time.monotonic()
-    try:
-        proc = subprocess.Popen(  # noqa: S603 - the command is the loader under test
-            list(argv),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=dict(env) if env is not None else None,
-            cwd=cwd,
-            preexec_fn=preexec,  # noqa: PLW1509 - only setrlimit, before exec
-            start_new_session=True,
-        )
-    except (OSError, ValueError, subprocess.SubprocessError) as exc:
-        return Completed(None, None, "", "", time.monotonic() - start, error=f"cannot start {argv[0]}: {exc}")
-    with _LIVE_LOCK:
+    with _LIVE_LOCK:  # started and registered at once, so that stop_all misses none
+        if _STOPPING.is_set():
+            return Completed(None, None, "", "", 0.0, error="not started: the harness is stopping")
+        try:
+            proc = subprocess.Popen(  # noqa: S603 - the command is the loader under test
+                list(argv),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=dict(env) if env is not None else None,
+                cwd=cwd,
+                preexec_fn=preexec,  # noqa: PLW1509 - only setrlimit, before exec
+                start_new_session=True,
+            )
+        except (OSError, ValueError, subprocess.SubprocessError) as exc:
+            error = f"cannot start {argv[0]}: {exc}"
+            return Completed(None, None, "", "", time.monotonic() - start, error=error)
         _LIVE.add(proc.pid)
     try:
         out, err, timed_out = _collect(proc, start + timeout, stdout_limit)

@@ -231,6 +231,24 @@ def _named_type(spec: str) -> type[BaseException]:
     return found
 
 
+def module_version(module_name: str) -> str:
+    """The version of an imported module: its __version__ (or its top package's), else
+    the version of the installed distribution that provides it, else "unknown"."""
+    top = module_name.split(".", maxsplit=1)[0]
+    for name in (module_name, top):
+        found = getattr(sys.modules.get(name), "__version__", None)
+        if isinstance(found, str) and found:
+            return found
+    try:
+        from importlib.metadata import packages_distributions, version  # noqa: PLC0415 - only when probing
+
+        for dist in packages_distributions().get(top, []):
+            return f"{version(dist)} ({dist})" if dist != top else version(dist)
+    except Exception:  # noqa: BLE001, S110 - a broken metadata store only costs the version
+        pass
+    return "unknown"
+
+
 def load_callable(spec: str) -> Loader:
     """A loader from "module:function", where function(path) returns a mapping
     of names to arrays/tensors (numpy, torch, mlx or bytes)."""
@@ -260,4 +278,5 @@ if __name__ == "__main__":
     except Exception as exc:  # noqa: BLE001 - report any import failure as unavailable
         sys.stderr.write(f"cannot import {target}: {type(exc).__name__}: {exc}\n")
         raise SystemExit(UNAVAILABLE) from None
-    raise SystemExit(main(loader, lambda: target, lambda exc: is_rejection(exc, named)))
+    module = target.partition(":")[0]
+    raise SystemExit(main(loader, lambda: module_version(module), lambda exc: is_rejection(exc, named)))
