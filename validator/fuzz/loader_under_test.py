@@ -161,22 +161,23 @@ def _import(spec: str) -> Any:  # noqa: ANN401 - whatever the user names
     return obj
 
 
-def from_env() -> LoaderUnderTest:
+def from_env(environ: Mapping[str, str] | None = None) -> LoaderUnderTest:
     """The loader named by the environment (set by `stcheck fuzz loader-under-test`)."""
-    names = tuple(filter(None, os.environ.get(ENV_REJECT, "").split(",")))
-    if os.environ.get(ENV_LOADER_CMD):
+    env = os.environ if environ is None else environ
+    names = tuple(filter(None, env.get(ENV_REJECT, "").split(",")))
+    if env.get(ENV_LOADER_CMD):
         # A command's rejection types are matched by name in its traceback;
         # nothing of the user's is imported here.
-        reject_exit = int(os.environ.get(ENV_REJECT_EXIT) or REJECT_EXIT)
-        return LoaderUnderTest(command=os.environ[ENV_LOADER_CMD], reject_exit=reject_exit, reject_names=names)
-    spec = os.environ.get(ENV_LOADER)
+        reject_exit = int(env.get(ENV_REJECT_EXIT) or REJECT_EXIT)
+        return LoaderUnderTest(command=env[ENV_LOADER_CMD], reject_exit=reject_exit, reject_names=names)
+    spec = env.get(ENV_LOADER)
     if not spec:
         msg = f"set {ENV_LOADER}=module:function or {ENV_LOADER_CMD}='cmd {{path}}'"
         raise ValueError(msg)
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     clean = tuple(_import(name) for name in names)
-    return LoaderUnderTest(function=_import(spec), pass_bytes=os.environ.get(ENV_INPUT) == "bytes", clean=clean)
+    return LoaderUnderTest(function=_import(spec), pass_bytes=env.get(ENV_INPUT) == "bytes", clean=clean)
 
 
 def _subkind(slug: str, message: str) -> str:
@@ -274,6 +275,14 @@ def make_target(loader: LoaderUnderTest, out_dir: str) -> Callable[[bytes], None
             record(out_dir, category, detail, data)
 
     return target
+
+
+def count_findings(out_dir: str) -> int:
+    """How many problem classes ``out_dir`` holds (cheap: one listing)."""
+    try:
+        return sum(1 for name in os.listdir(out_dir) if name.endswith(".json"))
+    except OSError:
+        return 0
 
 
 def read_findings(out_dir: str) -> list[dict[str, Any]]:
