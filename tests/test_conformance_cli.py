@@ -238,3 +238,20 @@ def _ends(pid: int, within: float = 10.0) -> bool:
             return True
         time.sleep(0.1)
     return False
+
+
+def test_a_loader_dies_with_a_harness_that_is_killed(tmp_path):
+    # A killed fuzz engine or harness runs no atexit: the loader must not outlive it.
+    pid_file = tmp_path / "loader"
+    harness = (
+        "import sys\nfrom validator import _command\n"
+        f"_command.run(['sh', '-c', 'echo $$ > {pid_file}; exec sleep 60'], timeout=100)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", harness], env={**os.environ, "PYTHONPATH": str(ROOT)})
+    deadline = time.monotonic() + 30
+    while not (pid_file.exists() and pid_file.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    loader = int(pid_file.read_text())
+    proc.kill()
+    proc.wait(timeout=30)
+    assert _ends(loader), "the loader outlived its killed harness"

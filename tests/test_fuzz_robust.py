@@ -303,3 +303,17 @@ def test_reject_exit_reaches_a_fuzzed_command(tmp_path, monkeypatch):
     loader = yours.from_env()
     assert loader.reject_exit == 3
     assert yours.classify(loader, seed_files()["n_too_small.safetensors"]) == []
+
+
+def test_replaying_nothing_is_a_usage_error(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for argv in (
+        ["fuzz", "loader-under-test", "--loader", "fuzz.examples.naive_loader:load", "--replay", str(empty)],
+        ["fuzz", "validate", "--replay", str(empty)],
+    ):
+        assert main(argv) == 2
+        captured = capsys.readouterr()
+        assert captured.err == f"stcheck fuzz: no inputs to replay in {empty}\n"
+        assert "0 failures" not in captured.out

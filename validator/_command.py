@@ -10,7 +10,9 @@
 # - it runs in its own session, and a timeout kills the whole process group,
 #   so a `sh -c`, `cargo run` or `npm` wrapper cannot leave a grandchild
 #   holding the pipes open; every group still running when the harness is
-#   interrupted or exits is killed (kill_all, also at exit).
+#   interrupted or exits is killed (stop_all, also at exit), and on Linux the
+#   command is killed by the kernel when the harness dies without running
+#   its exit handlers (a fuzz engine stopped by a signal).
 # What the exit means is decided elsewhere (validator/_rejection.py).
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ import os
 import select
 import signal
 import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -32,6 +35,7 @@ STDOUT_LIMIT: Final = 1 << 22
 STDERR_HEAD: Final = 8 << 10
 STDERR_TAIL: Final = 24 << 10
 _CHUNK: Final = 1 << 16
+_PR_SET_PDEATHSIG: Final = 1
 _LIVE: set[int] = set()  # process groups of running commands
 _LIVE_LOCK: Final = threading.Lock()
 _STOPPING = threading.Event()  # set once the harness is interrupted or exits: start nothing more
@@ -103,6 +107,7 @@ def run(
 ) -> Completed:
     """Run ``argv`` to its end or to ``timeout`` seconds, whichever comes first."""
     start = time.monotonic()
+    preexec = _with_parent_death(preexec)
     with _LIVE_LOCK:  # started and registered at once, so that stop_all misses none
         if _STOPPING.is_set():
             return Completed(None, None, "", "", 0.0, error="not started: the harness is stopping")
@@ -139,6 +144,27 @@ def run(
     if timed_out:
         return Completed(None, None, out, err, seconds, timed_out=True)
     return Completed(rc if rc >= 0 else None, -rc if rc < 0 else None, out, err, seconds)
+
+
+def _with_parent_death(preexec: Callable[[], None] | None) -> Callable[[], None] | None:
+    """``preexec``, plus PR_SET_PDEATHSIG on Linux: the command gets SIGKILL when the
+    thread that started it dies (each run waits for its command, so only when the
+    harness itself dies)."""
+    if not sys.platform.startswith("linux"):
+        return preexec
+    try:
+        import ctypes  # noqa: PLC0415 - only where a command is run
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return preexec
+
+    def apply() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if preexec is not None:
+            preexec()
+
+    return apply
 
 
 def _collect(proc: subprocess.Popen[bytes], deadline: float, stdout_limit: int) -> tuple[str, str, bool]:

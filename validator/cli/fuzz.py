@@ -216,14 +216,24 @@ def _loader_env(args: argparse.Namespace) -> dict[str, str] | None:
     return env
 
 
+def _replay_problem(given: list[str], paths: list[str]) -> str | None:
+    """Why these inputs cannot be replayed (a missing file, nothing to replay), or None."""
+    missing = [p for p in paths if not os.path.isfile(p)]
+    if missing:
+        return f"no such file: {escape_path(missing[0])}"
+    if not paths:
+        return f"no inputs to replay in {', '.join(escape_path(p) for p in given)}"
+    return None
+
+
 def _replay(args: argparse.Namespace) -> int:
     from validator.fuzz.harness import replay
     from validator.fuzz.supervisor import replay_paths
 
     paths = replay_paths(args.replay)
-    missing = [p for p in paths if not os.path.isfile(p)]
-    if missing:
-        print(f"stcheck fuzz: no such file: {missing[0]}", file=sys.stderr)
+    problem = _replay_problem(args.replay, paths)
+    if problem:
+        print(f"stcheck fuzz: {problem}", file=sys.stderr)
         return EXIT_ERROR
     if args.target == HYPOTHESIS:
         print("stcheck fuzz: the hypothesis target draws its own inputs; replay another target", file=sys.stderr)
@@ -291,9 +301,9 @@ def _replay_loader(args: argparse.Namespace, env: dict[str, str]) -> int:
     loader = _fuzz_yours.from_env(env)  # the process environment stays as it was
     problems = 0
     paths = replay_paths(args.replay)
-    missing = [p for p in paths if not os.path.isfile(p)]
-    if missing:
-        print(f"stcheck fuzz: no such file: {escape_path(missing[0])}", file=sys.stderr)
+    problem = _replay_problem(args.replay, paths)
+    if problem:
+        print(f"stcheck fuzz: {problem}", file=sys.stderr)
         return EXIT_ERROR
     for path in paths:
         with open(path, "rb") as f:
