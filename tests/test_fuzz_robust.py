@@ -9,6 +9,7 @@ import json
 import os
 import struct
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -317,3 +318,16 @@ def test_replaying_nothing_is_a_usage_error(tmp_path, capsys, monkeypatch):
         captured = capsys.readouterr()
         assert captured.err == f"stcheck fuzz: no inputs to replay in {empty}\n"
         assert "0 failures" not in captured.out
+
+
+def test_seconds_is_a_limit_even_while_the_engine_loads_seeds(tmp_path, monkeypatch):
+    # libFuzzer's -max_total_time is not checked while it runs the seeds; a
+    # command loader at a few inputs per second then ran minutes past --seconds.
+    monkeypatch.setattr(supervisor, "BOOT", "import time\ntime.sleep(120)\n")
+    config = supervisor.Config(target="validate", seconds=2, workdir=str(tmp_path / "w"), interval_s=0.5, grace_s=1.0)
+    lines: list[str] = []
+    start = time.monotonic()
+    summary = supervisor.run(config, out=lines.append)
+    assert time.monotonic() - start < 30
+    assert any("time is up" in line for line in lines)
+    assert summary.execs == 0

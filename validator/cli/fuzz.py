@@ -388,7 +388,7 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901 - one branch per target 
         _print_summary(summary)
         summaries.append(summary)
     found = sum(len(s.findings) for s in summaries)
-    idle = [s.target for s in summaries if s.execs == 0 and not s.findings]
+    idle = [s.target for s in summaries if s.execs == 0 and not s.findings and not s.found]
     if idle:
         # The engine never ran an input (it failed to start, or the target
         # raised at import): that is no evidence of anything.

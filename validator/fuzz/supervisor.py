@@ -58,6 +58,7 @@ class Config:
     max_findings: int = 10
     minimise_s: float = 30.0
     interval_s: float = 10.0
+    grace_s: float = 15.0  # past the deadline, an engine still running is stopped
     env: Mapping[str, str] = dataclasses.field(default_factory=dict)
     engine_args: tuple[str, ...] = ()
 
@@ -355,6 +356,7 @@ def run(config: Config, out: Callable[[str], None] = print) -> Summary:
     for thread in threads:
         thread.start()
     last = time.monotonic()
+    overdue = False
     try:
         while any(t.is_alive() for t in threads):
             for thread in threads:
@@ -362,6 +364,13 @@ def run(config: Config, out: Callable[[str], None] = print) -> Summary:
             if time.monotonic() - last >= config.interval_s:
                 last = time.monotonic()
                 out(campaign.progress())
+            if not overdue and time.monotonic() > campaign.deadline + config.grace_s:
+                # libFuzzer checks -max_total_time only once it is fuzzing, not
+                # while it runs the seeds: a slow target (a loader command) would
+                # run on for minutes.
+                overdue = True
+                out(f"[{config.target}] time is up: stopping the engine (it was still running its seeds)")
+                campaign.stop()
     except KeyboardInterrupt:
         campaign.stop()
         for thread in threads:
