@@ -331,3 +331,18 @@ def test_seconds_is_a_limit_even_while_the_engine_loads_seeds(tmp_path, monkeypa
     assert time.monotonic() - start < 30
     assert any("time is up" in line for line in lines)
     assert summary.execs == 0
+
+
+def test_problems_found_before_the_first_progress_line_are_reported(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+
+    def stopped_while_seeding(config, out=print):
+        yours.record(config.env[yours.ENV_OUT], "crash:KeyError", "KeyError: 'data_offsets'", b"k")
+        return supervisor.Summary(target=config.target, seconds=20.0, execs=0, found=1)
+
+    monkeypatch.setattr(supervisor, "atheris_available", lambda: True)
+    monkeypatch.setattr(supervisor, "run", stopped_while_seeding)
+    code, out, err = _fuzz(capsys, "--loader", NAIVE, "--seconds", "1", "--out", str(tmp_path / "o"))
+    assert code == 1, err
+    assert "never ran" not in err
+    assert "1 problem classes" in out
