@@ -255,3 +255,11 @@ def test_a_loader_dies_with_a_harness_that_is_killed(tmp_path):
     proc.kill()
     proc.wait(timeout=30)
     assert _ends(loader), "the loader outlived its killed harness"
+
+
+@pytest.mark.parametrize("bad", ["KeyError", "mylib.HeaderError", ":Name", "mod:"])
+def test_a_reject_exception_must_be_module_colon_name(tmp_path, capsys, bad):
+    code, out, err = _run(capsys, _script(tmp_path, "careful.py", CAREFUL), SMALL, "--reject-exception", bad)
+    assert code == 2
+    assert err == f"stcheck: --reject-exception {bad}: write it MODULE:NAME (builtins:KeyError, mypkg.errors:Bad)\n"
+    assert out == ""

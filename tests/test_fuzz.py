@@ -391,7 +391,9 @@ def test_a_finding_is_saved_with_its_reproducer(tmp_path, monkeypatch):
 
 # --- real atheris runs (short) ---------------------------------------------------
 
-needs_atheris = pytest.mark.skipif(not HAS_ATHERIS, reason="atheris is not installed (pip install 'stcheck[fuzz]')")
+needs_atheris = pytest.mark.skipif(
+    not HAS_ATHERIS, reason="atheris is not installed (pip install '.[fuzz]' in the checkout)"
+)
 
 
 @needs_atheris

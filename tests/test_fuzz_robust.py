@@ -346,3 +346,12 @@ def test_problems_found_before_the_first_progress_line_are_reported(tmp_path, ca
     assert code == 1, err
     assert "never ran" not in err
     assert "1 problem classes" in out
+
+
+def test_a_reject_exception_must_be_module_colon_name_for_a_command_too(tmp_path, capsys):
+    cmd = f"{sys.executable} -c pass {{path}}"
+    code, _, err = _fuzz(capsys, "--loader-cmd", cmd, "--reject-exception", "KeyError", "--replay", str(tmp_path))
+    assert code == 2
+    assert (
+        err == "stcheck fuzz: --reject-exception KeyError: write it MODULE:NAME (builtins:KeyError, mypkg.errors:Bad)\n"
+    )

@@ -255,6 +255,11 @@ _SCORE_LABELS: Final = {
 def _user_impl(args: argparse.Namespace) -> Impl:
     """The user's loader from --impl, with its rejection types and code; a
     command whose program does not exist is a usage error, not 265 crashes."""
+    for spec in args.reject_exception:
+        module, _, name = spec.partition(":")
+        if not (module and name):
+            msg = f"--reject-exception {escape_line(spec)}: write it MODULE:NAME (builtins:KeyError, mypkg.errors:Bad)"
+            raise ConformanceError(msg)
     impl = user_impl(args.impl, memory_mb=args.memory_mb, timeout_s=args.timeout)
     impl.reject_exit = args.reject_exit
     impl.reject_names = tuple(args.reject_exception)

@@ -195,6 +195,12 @@ def _loader_env(args: argparse.Namespace) -> dict[str, str] | None:
     if args.loader_cmd and "{path}" not in args.loader_cmd:
         print("stcheck fuzz: --loader-cmd must contain {path}", file=sys.stderr)
         return None
+    for spec in args.reject_exception:
+        module, _, name = spec.partition(":")
+        if not (module and name):
+            hint = "write it MODULE:NAME (builtins:KeyError, mypkg.errors:Bad)"
+            print(f"stcheck fuzz: --reject-exception {escape_line(spec)}: {hint}", file=sys.stderr)
+            return None
     args.fresh_out = args.out is None and not args.replay
     if args.fresh_out:
         args.out = _fresh_out()
