@@ -329,7 +329,7 @@ def test_cli_import_pulls_in_neither_atheris_nor_numpy():
 def test_missing_atheris_is_a_usage_error_with_the_install_hint(monkeypatch, capsys):
     monkeypatch.setattr(_fuzz_runner, "atheris_available", lambda: False)
     assert _cli.main(["fuzz", "validate", "--seconds", "1"]) == 2
-    assert "pip install 'stcheck[fuzz]'" in capsys.readouterr().err
+    assert "install the fuzz extra from this checkout: pip install " in capsys.readouterr().err
 
 
 def test_loader_under_test_needs_a_loader(capsys):
@@ -391,7 +391,9 @@ def test_a_finding_is_saved_with_its_reproducer(tmp_path, monkeypatch):
 
 # --- real atheris runs (short) ---------------------------------------------------
 
-needs_atheris = pytest.mark.skipif(not HAS_ATHERIS, reason="atheris is not installed (pip install 'stcheck[fuzz]')")
+needs_atheris = pytest.mark.skipif(
+    not HAS_ATHERIS, reason="atheris is not installed (pip install '.[fuzz]' in the checkout)"
+)
 
 
 @needs_atheris

@@ -1,5 +1,6 @@
 # Strategy: tinygrad's `nn.state.safe_load` on the CPU device (DEV=CPU).  It
-# has no error class of its own, so any ordinary exception is a rejection.
+# has no error class of its own, so the default rule applies: a ValueError
+# rejects, and its KeyError on a dtype it lacks is a crash.
 from __future__ import annotations
 
 import os

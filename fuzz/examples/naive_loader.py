@@ -1,14 +1,26 @@
 """A deliberately naive safetensors loader: `struct` + `json.loads` + slicing.
 
-This is the parser many projects write in ten lines (compare the observed
-behaviour of several real libraries in shared notes).  It exists to show what
-`stcheck fuzz loader-under-test` catches; do not use it.
+This is the ten-line parser that many projects write: read the 8-byte
+length, parse the header with `json.loads`, slice the tensors out by their
+`data_offsets`, and check nothing.  It is here to show what stcheck's loader
+tests catch in such code; do not use it to load files.
+
+Fuzz it as a Python function:
 
     stcheck fuzz loader-under-test --loader fuzz.examples.naive_loader:load --seconds 60
+
+or gate it on the conformance corpus, as a function or as a command (both
+give the same verdicts; the command shows the protocol a loader in any
+language follows):
+
+    stcheck conformance --impl fuzz.examples.naive_loader:load
+    stcheck conformance --impl 'python fuzz/examples/naive_loader.py {path}'
 """
 
+import hashlib
 import json
 import struct
+import sys
 
 
 def load(path):  # noqa: ANN001, ANN201 - kept as naive as the code it imitates
@@ -24,3 +36,13 @@ def load(path):  # noqa: ANN001, ANN201 - kept as naive as the code it imitates
         begin, end = info["data_offsets"]
         tensors[name] = data[base + begin : base + end]
     return tensors
+
+
+if __name__ == "__main__":
+    # The command protocol: exit 0 accepts, and the last line of stdout tells
+    # the harness which bytes came back, so it can check them.  Errors are not
+    # caught: Python exits 1 with a traceback, and the harness judges the
+    # exception by its class (ValueError rejects, KeyError is a crash).
+    found = load(sys.argv[1])
+    described = [{"name": k, "nbytes": len(v), "sha256": hashlib.sha256(v).hexdigest()} for k, v in found.items()]
+    print(json.dumps({"tensors": described}))

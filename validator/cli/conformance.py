@@ -13,10 +13,14 @@ from __future__ import annotations
 import fnmatch
 import os
 import shlex
+import shutil
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
+from validator._command import stop_all
+from validator._display import escape_line
+from validator._rejection import REJECT_EXIT
 from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
 from validator.conformance.adapter import ENV_REJECT
 from validator.conformance.harness import (
@@ -64,8 +68,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="append",
         default=[],
         metavar="MODULE:NAME",
-        help="user mode, module:function: an exception type the loader documents as its rejection "
-        "(ValueError, StcheckError and SafetensorError already are; any other exception is a crash)",
+        help="user mode: an exception type the loader documents as its rejection (ValueError, StcheckError "
+        "and SafetensorError already are; any other exception is a crash); a command's traceback is matched by name",
+    )
+    p.add_argument(
+        "--reject-exit",
+        type=int,
+        default=REJECT_EXIT,
+        metavar="CODE",
+        help="user mode, command: the exit code that means 'rejected' (default 1; exit 0 accepts, a Python "
+        "traceback is judged by its exception, anything else is a crash)",
     )
     p.add_argument(
         "--only", metavar="NAME", action="append", default=[], help="run only this implementation (repeatable)"
@@ -109,6 +121,8 @@ def _command_line(args: argparse.Namespace) -> str:  # noqa: C901 - one branch p
         # timeout, an out-of-memory) are part of the command; defaults are left out.
         for exc in args.reject_exception:
             parts += ["--reject-exception", exc]
+        if args.reject_exit != REJECT_EXIT:
+            parts += ["--reject-exit", str(args.reject_exit)]
         if args.timeout != DEFAULT_TIMEOUT_S:
             parts += ["--timeout", f"{args.timeout:g}"]
         if args.memory_mb != DEFAULT_MEMORY_MB:
@@ -127,7 +141,7 @@ def _command_line(args: argparse.Namespace) -> str:  # noqa: C901 - one branch p
     return env + " ".join(shlex.quote(p) for p in parts)
 
 
-def run(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one branch per option and exit code
+def run(args: argparse.Namespace) -> int:  # noqa: C901 - one branch per option and exit code
     try:
         corpus = find_corpus(args.corpus)
         cache = Path(args.cache_dir) if args.cache_dir else None
@@ -139,12 +153,7 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one branch pe
                 return EXIT_ERROR
         if args.from_jsonl:
             return _rerender(args, cases)
-        if args.impl:
-            impls = [user_impl(args.impl, memory_mb=args.memory_mb, timeout_s=args.timeout)]
-            if args.reject_exception:
-                impls[0].env[ENV_REJECT] = ",".join(args.reject_exception)
-        else:
-            impls = load_impls(corpus, args.ext, args.only)
+        impls = [_user_impl(args)] if args.impl else load_impls(corpus, args.ext, args.only)
     except ConformanceError as exc:
         _err(f"stcheck: {exc}")
         return EXIT_ERROR
@@ -153,18 +162,11 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one branch pe
         return EXIT_ERROR
     for impl in impls:
         probe(impl)
+        if args.impl and impl.skip_reason:
+            _err(f"stcheck: cannot run {escape_line(args.impl)}: {impl.skip_reason}")
+            return EXIT_ERROR
         if not args.quiet:
-            state = (
-                f"skipped: {impl.skip_reason}"
-                if impl.skip_reason
-                else f"version {impl.version}"
-                if impl.version
-                else "ready"
-            )
-            _err(f"{impl.name}: {state}")
-    if args.impl and impls[0].skip_reason:
-        _err(f"stcheck: cannot run {args.impl}: {impls[0].skip_reason}")
-        return EXIT_ERROR
+            _err(_ready_line(impl, user=bool(args.impl)))
     done = [0]
     total = len(cases) * len(impls)
 
@@ -173,7 +175,11 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one branch pe
         if not args.quiet and (done[0] % 200 == 0 or done[0] == total):
             _err(f"  {done[0]}/{total} results")
 
-    results = run_all(impls, cases, jobs=args.jobs, on_result=progress)
+    try:
+        results = run_all(impls, cases, jobs=args.jobs, on_result=progress)
+    except BaseException:
+        stop_all()  # an interrupted run leaves no loader running, and starts none
+        raise
     command = _command_line(args)
     if args.out:
         from validator.conformance.report import render_html, render_markdown  # noqa: PLC0415 - only when writing
@@ -184,7 +190,7 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one branch pe
         (out / "summary.md").write_text(render_markdown(impls, cases, results, command), encoding="utf-8")
         (out / "results.html").write_text(render_html(impls, cases, results, command), encoding="utf-8")
     if args.impl:
-        return _scorecard(args.impl, results)
+        return _scorecard(impls[0], results)
     _print_totals(impls, results)
     if args.out:
         _out(f"wrote {Path(args.out) / 'results.jsonl'}, summary.md and results.html")
@@ -232,18 +238,77 @@ def _print_totals(impls: list[Impl], results: list[Result]) -> None:
             _out(f"{impl.name}: worst is {r.status} on {r.file}: {r.detail[:200]}")
 
 
-def _scorecard(spec: str, results: list[Result]) -> int:
-    count = totals(results).get(spec, {})
-    _out(f"conformance scorecard for {spec}")
+# What each status means on the scorecard.
+_SCORE_LABELS: Final = {
+    "expected": "as the corpus requires (y_ accepted, n_ rejected)",
+    "should-have-rejected": "n_ files accepted",
+    "should-have-accepted": "y_ files rejected",
+    "i-accepted": "i_ files accepted: implementation-defined, not a failure",
+    "i-rejected": "i_ files rejected: implementation-defined, not a failure",
+    "wrong-data": "accepted, but returned bytes from outside the declared range",
+    "crash": "an uncaught exception, a signal or an unexpected exit code",
+    "timeout": "no answer within --timeout",
+    "skipped": "not run",
+}
+
+
+def _user_impl(args: argparse.Namespace) -> Impl:
+    """The user's loader from --impl, with its rejection types and code; a
+    command whose program does not exist is a usage error, not 265 crashes."""
+    for spec in args.reject_exception:
+        module, _, name = spec.partition(":")
+        if not (module and name):
+            msg = f"--reject-exception {escape_line(spec)}: write it MODULE:NAME (builtins:KeyError, mypkg.errors:Bad)"
+            raise ConformanceError(msg)
+    impl = user_impl(args.impl, memory_mb=args.memory_mb, timeout_s=args.timeout)
+    impl.reject_exit = args.reject_exit
+    impl.reject_names = tuple(args.reject_exception)
+    if impl.probe_argv is not None:  # module:function: the adapter imports the named types
+        if args.reject_exception:
+            impl.env[ENV_REJECT] = ",".join(args.reject_exception)
+        return impl
+    program = impl.argv[0]
+    if shutil.which(program) is None and not Path(program).is_file():
+        msg = f"--impl: {escape_line(program)}: command not found"
+        raise ConformanceError(msg)
+    return impl
+
+
+def _ready_line(impl: Impl, *, user: bool) -> str:
+    name = escape_line(impl.name)
+    if impl.skip_reason:
+        return f"{name}: skipped: {impl.skip_reason}"
+    if not user:
+        return f"{name}: version {impl.version}" if impl.version else f"{name}: ready"
+    if impl.probe_argv is None:
+        return f"loader {name}: a command, run once per file"
+    return f"loader {name}, version {impl.version or 'unknown'}"
+
+
+def _scorecard(impl: Impl, results: list[Result]) -> int:
+    count = totals(results).get(impl.name, {})
+    version = f", version {impl.version}" if impl.version else ""
+    _out(f"conformance scorecard for {escape_line(impl.name)}{version}")
     for status in STATUSES:
         if count.get(status):
-            _out(f"  {status:22} {count[status]}")
+            mark = "  (fails the gate)" if status in FAILING else ""
+            _out(f"  {status:22} {count[status]:>4}  {_SCORE_LABELS[status]}{mark}")
+    accepted, rejected = count.get("i-accepted", 0), count.get("i-rejected", 0)
     failing = [r for r in results if r.status in FAILING]
-    soft = [r for r in results if r.status == "should-have-accepted"]
     for r in sorted(failing, key=lambda r: (-SEVERITY[r.status], r.file)):
         _out(f"FAIL {r.status}: {r.file}: {r.detail[:300]}")
-    for r in soft:
-        _out(f"note should-have-accepted: {r.file}: {r.detail[:200]}")
-    verdict = "FAILED" if failing else "passed"
-    _out(f"{verdict}: {len(failing)} failing results ({', '.join(sorted(FAILING))}) out of {len(results)} files")
-    return EXIT_INVALID if failing else EXIT_OK
+    crashes = {r.detail for r in results if r.status == "crash"}
+    if len(results) > 1 and len(crashes) == 1 and all(r.status == "crash" for r in results):
+        _out(f"note: every file crashed the same way ({next(iter(crashes))[:200]}); is the command right?")
+    if failing:
+        by_status = ", ".join(f"{s} {count[s]}" for s in STATUSES if s in FAILING and count.get(s))
+        _out(
+            f"FAILED: {len(failing)} of {len(results)} files did not get the verdict the corpus requires ({by_status})"
+        )
+        return EXIT_INVALID
+    required = len(results) - accepted - rejected
+    _out(
+        f"passed: all {len(results)} verdicts as expected ({required} y_/n_ files as the corpus requires, "
+        f"{accepted + rejected} implementation-defined i_ files: {accepted} accepted, {rejected} rejected)"
+    )
+    return EXIT_OK

@@ -4,20 +4,25 @@
 # command imports neither atheris nor numpy: both load only when a campaign
 # or a target needs them, and a missing atheris is a usage error (exit 2)
 # that says which extra to install.
-# ruff: noqa: PLC0415, PTH100, PTH107, PTH112, PTH113, PTH118, PTH120, PTH123, T201
+# ruff: noqa: PLC0415, PTH100, PTH103, PTH106, PTH107, PTH111, PTH113, PTH118, PTH120, PTH123, T201
 # Lazy imports: atheris, numpy, hypothesis and safetensors load, only where used.
 # Paths: os.path and open(), like the rest of the package.
 # A command-line module prints.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
+import time
 from typing import TYPE_CHECKING
 
+from validator._display import escape_line, escape_path
+from validator._rejection import REJECT_EXIT
 from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
 from validator.fuzz.harness import ALL_TARGETS, HYPOTHESIS, LOADER_UNDER_TEST
 from validator.fuzz.targets import TARGETS
@@ -28,7 +33,32 @@ if TYPE_CHECKING:
     from validator.fuzz.supervisor import Summary
 
 _OWN_TARGETS = tuple(t for t in ALL_TARGETS if t != LOADER_UNDER_TEST)
-_INSTALL_HINT = "atheris is not installed; install the fuzz extra: pip install 'stcheck[fuzz]'"
+_PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _install_hint() -> str:
+    """How to get atheris, as a command that works: stcheck is not on any package index,
+    so the extra is installed from a checkout (this one, when the package runs from it)."""
+    if os.path.isfile(os.path.join(_PACKAGE_PARENT, "pyproject.toml")):
+        where = shlex.quote(f"{_PACKAGE_PARENT}[fuzz]")
+        return f"atheris is not installed; install the fuzz extra from this checkout: pip install {where}"
+    return (
+        "atheris is not installed; install the fuzz extra from a clone of the stcheck repository "
+        "(it is not on PyPI): pip install '/path/to/stcheck[fuzz]'"
+    )
+
+
+def _cache_dir(*parts: str) -> str:
+    """A folder under the user's cache ($XDG_CACHE_HOME, else ~/.cache), never the project's."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "stcheck", *parts)
+
+
+def _fresh_out() -> str:
+    """A new folder for one run's reproducers, so no run finds an earlier one's."""
+    base = _cache_dir("loader-findings")
+    os.makedirs(base, exist_ok=True)
+    return tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S-"), dir=base)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -51,7 +81,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--replay", nargs="+", metavar="PATH", help="run these files (or directories) through TARGET and stop"
     )
     p.add_argument(
-        "--workdir", default=os.path.join("fuzz", "out"), help="working corpus and artifacts (default fuzz/out)"
+        "--workdir",
+        help="working corpus and artifacts (default: ~/.cache/stcheck/fuzz, or under $XDG_CACHE_HOME)",
     )
     p.add_argument("--regressions", default=os.path.join("corpus", "regressions"), help="where findings are saved")
     p.add_argument(
@@ -75,19 +106,31 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     loader.add_argument(
         "--loader", metavar="MODULE:FUNCTION", help="a callable taking a path (or bytes) and returning {name: tensor}"
     )
-    loader.add_argument("--loader-cmd", metavar="'CMD {path}'", help="a command that exits 0 to accept and 1 to reject")
+    loader.add_argument(
+        "--loader-cmd",
+        metavar="'CMD {path}'",
+        help="a command run once per input: exit 0 accepts, exit 1 (or --reject-exit) rejects; an uncaught "
+        "exception (a Python traceback is judged by its class), a signal or any other exit is a crash",
+    )
     loader.add_argument("--loader-input", choices=["path", "bytes"], default="path", help="what the callable is given")
     loader.add_argument(
         "--reject-exception",
         action="append",
         default=[],
         metavar="MODULE:NAME",
-        help="an exception that is a clean rejection (ValueError is)",
+        help="an exception that is a clean rejection (ValueError is); a command's traceback is matched by name",
+    )
+    loader.add_argument(
+        "--reject-exit",
+        type=int,
+        default=REJECT_EXIT,
+        metavar="CODE",
+        help="--loader-cmd: the exit code that means 'rejected' (default 1)",
     )
     loader.add_argument(
         "--out",
-        default=os.path.join("fuzz", "out", "loader-findings"),
-        help="report and reproducers (default fuzz/out/loader-findings); must hold no earlier run's findings",
+        help="report and reproducers (default: a new folder under ~/.cache/stcheck/loader-findings/, "
+        "printed at the end); must hold no earlier run's findings",
     )
     loader.add_argument(
         "--overwrite", action="store_true", help="remove an earlier run's findings from --out before starting"
@@ -152,20 +195,41 @@ def _loader_env(args: argparse.Namespace) -> dict[str, str] | None:
     if args.loader_cmd and "{path}" not in args.loader_cmd:
         print("stcheck fuzz: --loader-cmd must contain {path}", file=sys.stderr)
         return None
+    for spec in args.reject_exception:
+        module, _, name = spec.partition(":")
+        if not (module and name):
+            hint = "write it MODULE:NAME (builtins:KeyError, mypkg.errors:Bad)"
+            print(f"stcheck fuzz: --reject-exception {escape_line(spec)}: {hint}", file=sys.stderr)
+            return None
+    args.fresh_out = args.out is None and not args.replay
+    if args.fresh_out:
+        args.out = _fresh_out()
     env = {
-        "STCHECK_FUZZ_LOADER_OUT": os.path.abspath(args.out),
         "STCHECK_FUZZ_LOADER_INPUT": args.loader_input,
         "STCHECK_FUZZ_LOADER_REJECT": ",".join(args.reject_exception),
+        "STCHECK_FUZZ_LOADER_REJECT_EXIT": str(args.reject_exit),
     }
+    if args.out is not None:
+        env["STCHECK_FUZZ_LOADER_OUT"] = os.path.abspath(args.out)
     if args.loader:
         env["STCHECK_FUZZ_LOADER"] = args.loader
     else:
         env["STCHECK_FUZZ_LOADER_CMD"] = args.loader_cmd
-    problem = _check_loader(args, env) or (None if args.replay else _stale_out(args))
+    problem = _check_loader(args, env) or (None if args.replay or args.fresh_out else _stale_out(args))
     if problem is not None:
         print(f"stcheck fuzz: {problem}", file=sys.stderr)
         return None
     return env
+
+
+def _replay_problem(given: list[str], paths: list[str]) -> str | None:
+    """Why these inputs cannot be replayed (a missing file, nothing to replay), or None."""
+    missing = [p for p in paths if not os.path.isfile(p)]
+    if missing:
+        return f"no such file: {escape_path(missing[0])}"
+    if not paths:
+        return f"no inputs to replay in {', '.join(escape_path(p) for p in given)}"
+    return None
 
 
 def _replay(args: argparse.Namespace) -> int:
@@ -173,9 +237,9 @@ def _replay(args: argparse.Namespace) -> int:
     from validator.fuzz.supervisor import replay_paths
 
     paths = replay_paths(args.replay)
-    missing = [p for p in paths if not os.path.isfile(p)]
-    if missing:
-        print(f"stcheck fuzz: no such file: {missing[0]}", file=sys.stderr)
+    problem = _replay_problem(args.replay, paths)
+    if problem:
+        print(f"stcheck fuzz: {problem}", file=sys.stderr)
         return EXIT_ERROR
     if args.target == HYPOTHESIS:
         print("stcheck fuzz: the hypothesis target draws its own inputs; replay another target", file=sys.stderr)
@@ -191,7 +255,7 @@ def _print_summary(summary: Summary) -> None:
         f"[{summary.target}] done: {summary.execs} execs in {summary.seconds:.0f}s ({summary.execs_per_s:.0f}/s); "
         f"{summary.cpu_seconds:.0f} CPU s ({summary.execs_per_cpu_s:.0f} execs per CPU second); "
         f"cov {summary.coverage}, corpus {summary.corpus}, "
-        f"findings {len(summary.findings)}"
+        f"findings {max(summary.found, len(summary.findings))}"
     )
     for finding in summary.findings:
         print(f"  {finding.signature}  {finding.path}  ({finding.size} bytes, seen {finding.repeats}x)")
@@ -208,37 +272,72 @@ def _print_loader_report(out_dir: str, args: argparse.Namespace) -> int:
     from validator.fuzz.loader_under_test import DESCRIPTIONS, read_findings
 
     found = read_findings(out_dir)
-    what = args.loader or args.loader_cmd
-    out_dir = _shown(out_dir)
+    what = escape_line(args.loader or args.loader_cmd)
+    shown = escape_path(_shown(out_dir))
     if not found:
+        if args.fresh_out:
+            with contextlib.suppress(OSError):
+                os.rmdir(out_dir)  # the run's own folder, when it stayed empty
         print(f"loader {what}: no disagreement with safetensors 0.8.0 found")
         return EXIT_OK
-    print(f"loader {what}: {len(found)} problem classes (reproducers in {out_dir})")
+    print(f"loader {what}: {len(found)} problem classes (reproducers in {shown})")
     for entry in found:
         family = entry["category"].split(":", 1)[0]
-        print(f"  {entry['category']:48} {DESCRIPTIONS.get(family, '')}")
-        print(f"      {entry['detail'][:150]}")
-        print(f"      {_shown(entry['path'])} ({entry['size']} bytes)")
-    flag = f"--loader {args.loader}" if args.loader else f"--loader-cmd '{args.loader_cmd}'"
-    print(f"reproduce one: stcheck fuzz loader-under-test {flag} --replay FILE")
+        print(f"  {escape_line(entry['category']):48} {DESCRIPTIONS.get(family, '')}")
+        detail, path = entry["detail"], entry["path"]
+        if detail.startswith(f"{path}:"):  # a finding's line, which names the reproducer
+            line = escape_path(_shown(path)) + escape_line(detail[len(path) :])
+            print(f"      {line[:400]} ({entry['size']} bytes)")
+        else:
+            print(f"      {escape_line(detail[:400])}")
+            print(f"      {escape_path(_shown(path))} ({entry['size']} bytes)")
+    flag = f"--loader {shlex.quote(args.loader)}" if args.loader else f"--loader-cmd {shlex.quote(args.loader_cmd)}"
+    print(f"replay them, with your loader's traceback: stcheck fuzz loader-under-test {flag} --replay {shown}")
     return EXIT_INVALID
+
+
+def _same(path: str, _category: str) -> str:
+    return path
 
 
 def _replay_loader(args: argparse.Namespace, env: dict[str, str]) -> int:
     from validator.fuzz import loader_under_test as _fuzz_yours
     from validator.fuzz.supervisor import replay_paths
 
-    os.environ.update(env)
-    loader = _fuzz_yours.from_env()
+    loader = _fuzz_yours.from_env(env)  # the process environment stays as it was
     problems = 0
-    for path in replay_paths(args.replay):
+    paths = replay_paths(args.replay)
+    problem = _replay_problem(args.replay, paths)
+    if problem:
+        print(f"stcheck fuzz: {problem}", file=sys.stderr)
+        return EXIT_ERROR
+    for path in paths:
         with open(path, "rb") as f:
             data = f.read()
-        found = _fuzz_yours.classify(loader, data)
+        shown = escape_path(_shown(path))
+        found, outcome = _fuzz_yours.examine(loader, data, functools.partial(_same, shown))
         problems += bool(found)
         for category, detail in found or [("ok", "the loader agrees with safetensors 0.8.0")]:
-            print(f"{path}: {category}: {detail}")
+            print(f"{shown}: {category}: {detail}")
+        if found and outcome.trace:
+            # The loader's own traceback (a callable's frames, a command's stderr).
+            for line in outcome.trace.splitlines():
+                print(f"    {escape_line(line)}")
     return EXIT_INVALID if problems else EXIT_OK
+
+
+def _default_seeds() -> tuple[str, ...]:
+    """The stcheck conformance corpus (./corpus when it is one, else the checkout's), if found.
+
+    A folder that merely is called corpus/ in the user's project is not read.
+    """
+    from validator.conformance.corpus import find_corpus
+    from validator.conformance.model import ConformanceError
+
+    try:
+        return (str(find_corpus(None)),)
+    except ConformanceError:
+        return ()
 
 
 def _has_strategies() -> bool:
@@ -261,7 +360,7 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901 - one branch per target 
     from validator.fuzz.supervisor import run as run_campaign
 
     if not atheris_available():
-        print(f"stcheck fuzz: {_INSTALL_HINT}", file=sys.stderr)
+        print(f"stcheck fuzz: {_install_hint()}", file=sys.stderr)
         return EXIT_ERROR
     if args.target == "all":
         targets = tuple(t for t in _OWN_TARGETS if t != HYPOTHESIS or _has_strategies())
@@ -270,15 +369,17 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901 - one branch per target 
         return EXIT_ERROR
     else:
         targets = (args.target,)
-    seeds = tuple(args.seeds) or (("corpus",) if os.path.isdir("corpus") else ())
+    seeds = tuple(args.seeds) or _default_seeds()
     share = args.seconds / len(targets)
+    if args.target == LOADER_UNDER_TEST:
+        print(f"[{LOADER_UNDER_TEST}] reproducers go to {escape_path(_shown(args.out))}", flush=True)
     summaries = []
     for target in targets:
         config = Config(
             target=target,
             seconds=share,
             jobs=max(1, args.jobs),
-            workdir=args.workdir,
+            workdir=args.workdir or _cache_dir("fuzz"),
             regressions=args.regressions,
             seed_dirs=seeds,
             timeout_s=args.timeout,
@@ -293,7 +394,7 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901 - one branch per target 
         _print_summary(summary)
         summaries.append(summary)
     found = sum(len(s.findings) for s in summaries)
-    idle = [s.target for s in summaries if s.execs == 0 and not s.findings]
+    idle = [s.target for s in summaries if s.execs == 0 and not s.findings and not s.found]
     if idle:
         # The engine never ran an input (it failed to start, or the target
         # raised at import): that is no evidence of anything.

@@ -16,19 +16,14 @@
 # import (torch) pays that once.
 #
 # Which exceptions count as a rejection: ONE rule, shared with `stcheck fuzz
-# loader-under-test` (both import it from validator/_rejection.py).  A
-# loader rejects a file cleanly only when it raises an exception of a type
-# it documents for bad input: ValueError and its subclasses
-# (json.JSONDecodeError, UnicodeDecodeError), stcheck's StcheckError,
-# safetensors' SafetensorError, huggingface_hub's SafetensorsParsingError,
-# or a type the adapter or the user names.  Every other exception is a
-# crash: the parser broke instead of deciding.  That covers KeyError,
-# IndexError, TypeError, AttributeError, struct.error, OverflowError and
-# OSError from a parser that trusted a field, RecursionError, MemoryError and
-# SystemError from one that ran away, the ValueError of Python's
-# integer-digit limit, and anything that is not an Exception at all (a Rust
-# panic surfaces as a BaseException).  An adapter may pass `rejects`, its own
-# predicate, when its library documents other types.
+# loader-under-test` and stated in full in validator/_rejection.py.  A loader
+# rejects a file cleanly only when it raises an exception of a type it
+# documents for bad input (ValueError and its subclasses, StcheckError,
+# SafetensorError, SafetensorsParsingError, or a type the adapter or the user
+# names); every other exception is a crash.  An adapter may pass `rejects`,
+# its own predicate, when its library documents other types.  A user's own
+# command (`--impl 'CMD {path}'`) is judged by the same rule from its exit
+# status and its stderr (a traceback's exception line, by class name).
 from __future__ import annotations
 
 import hashlib
@@ -155,7 +150,7 @@ def serve(load: Loader, rejects: Callable[[BaseException], bool] = default_rejec
                 "rc": rc if rc >= 0 else None,
                 "signal": -rc if rc < 0 else None,
                 "stdout": _read(out, 1 << 22),
-                "stderr": _read(err, 4000),
+                "stderr": _read_ends(err),
                 "seconds": round(seconds, 4),
             }
             sys.stdout.write(json.dumps(answer) + "\n")
@@ -167,6 +162,21 @@ def _read(path: str, limit: int) -> str:
     try:
         with Path(path).open("rb") as f:
             data = f.read(limit)
+    except OSError:
+        return ""
+    return data.decode("utf-8", "replace")
+
+
+def _read_ends(path: str, head: int = 8 << 10, tail: int = 24 << 10) -> str:
+    """The head and the tail of a child's stderr, where a traceback's last line is."""
+    try:
+        with Path(path).open("rb") as f:
+            data = f.read(head)
+            size = f.seek(0, os.SEEK_END)
+            if size > head:
+                f.seek(max(head, size - tail))
+                skipped = max(0, size - tail - head)
+                data += (f"\n[... {skipped} bytes left out ...]\n".encode() if skipped else b"") + f.read(tail)
     except OSError:
         return ""
     return data.decode("utf-8", "replace")
@@ -221,6 +231,24 @@ def _named_type(spec: str) -> type[BaseException]:
     return found
 
 
+def module_version(module_name: str) -> str:
+    """The version of an imported module: its __version__ (or its top package's), else
+    the version of the installed distribution that provides it, else "unknown"."""
+    top = module_name.split(".", maxsplit=1)[0]
+    for name in (module_name, top):
+        found = getattr(sys.modules.get(name), "__version__", None)
+        if isinstance(found, str) and found:
+            return found
+    try:
+        from importlib.metadata import packages_distributions, version  # noqa: PLC0415 - only when probing
+
+        for dist in packages_distributions().get(top, []):
+            return f"{version(dist)} ({dist})" if dist != top else version(dist)
+    except Exception:  # noqa: BLE001, S110 - a broken metadata store only costs the version
+        pass
+    return "unknown"
+
+
 def load_callable(spec: str) -> Loader:
     """A loader from "module:function", where function(path) returns a mapping
     of names to arrays/tensors (numpy, torch, mlx or bytes)."""
@@ -250,4 +278,5 @@ if __name__ == "__main__":
     except Exception as exc:  # noqa: BLE001 - report any import failure as unavailable
         sys.stderr.write(f"cannot import {target}: {type(exc).__name__}: {exc}\n")
         raise SystemExit(UNAVAILABLE) from None
-    raise SystemExit(main(loader, lambda: target, lambda exc: is_rejection(exc, named)))
+    module = target.partition(":")[0]
+    raise SystemExit(main(loader, lambda: module_version(module), lambda exc: is_rejection(exc, named)))

@@ -10,13 +10,15 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from validator._display import escape_line
+from validator._rejection import REJECT_EXIT, judge_exit
 from validator.conformance.model import Result
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
     from pathlib import Path
 
-    from validator.conformance.model import Case, Raw
+    from validator.conformance.model import Case, Impl, Raw
 
 _LOCATE_LIMIT: Final = 1 << 16
 
@@ -136,30 +138,44 @@ def check_data(path: Path, tensors: Iterable[dict[str, Any]]) -> str:
     return "; ".join(problems)
 
 
-def classify(impl: str, case: Case, raw: Raw) -> Result:
-    """Turn a raw outcome into a status."""
-    result = Result(impl, case.file, "crash", raw.rc, raw.signal, raw.seconds)
-    err = raw.stderr.strip().splitlines()
-    last = err[0][:300] if err else ""
+def _tensors(stdout: str) -> list[dict[str, Any]]:
+    """The tensors of the accept line (the last line of stdout), or none.
+
+    Whatever else a loader prints is ignored: a line that is not JSON, or
+    JSON of another shape, reports no tensors (and so no data to check).
+    """
+    lines = stdout.strip().splitlines()
+    if not lines:
+        return []
+    try:
+        doc = json.loads(lines[-1])
+    except (ValueError, RecursionError):
+        return []
+    tensors = doc.get("tensors") if isinstance(doc, dict) else None
+    if not isinstance(tensors, list):
+        return []
+    return [t for t in tensors if isinstance(t, dict)]
+
+
+def classify(impl: Impl | str, case: Case, raw: Raw) -> Result:
+    """Turn a raw outcome into a status, under the command protocol of validator/_rejection.py."""
+    name = impl if isinstance(impl, str) else impl.name
+    reject_exit = REJECT_EXIT if isinstance(impl, str) else impl.reject_exit
+    documented = () if isinstance(impl, str) else impl.reject_names
+    result = Result(name, case.file, "crash", raw.rc, raw.signal, raw.seconds)
     if raw.timed_out:
-        result.status, result.detail = "timeout", f"no answer within the time limit {last}".strip()
+        first = next((escape_line(x.strip()) for x in raw.stderr.splitlines() if x.strip()), "")
+        result.status, result.detail = "timeout", f"no answer within the time limit {first[:300]}".strip()
         return result
-    if raw.rc not in (0, 1):
-        how = f"signal {raw.signal}" if raw.signal is not None else f"exit code {raw.rc}"
-        result.detail = f"{how}: {last}" if last else how
+    verdict = judge_exit(raw.rc, raw.signal, raw.stderr, reject_exit=reject_exit, documented=documented)
+    if verdict.outcome == "crash":
+        result.detail = verdict.detail
         return result
-    if raw.rc == 1:
+    if verdict.outcome == "rejected":
         result.status = {"y": "should-have-accepted", "n": "expected", "i": "i-rejected"}[case.kind]
-        result.detail = last
+        result.detail = verdict.detail
         return result
-    tensors: list[dict[str, Any]] = []
-    lines = raw.stdout.strip().splitlines()
-    if lines:
-        try:
-            doc = json.loads(lines[-1])
-            tensors = list(doc.get("tensors", [])) if isinstance(doc, dict) else []
-        except ValueError:
-            tensors = []
+    tensors = _tensors(raw.stdout)
     result.tensors = tensors
     problem = check_data(case.path, tensors)
     if problem:

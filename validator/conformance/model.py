@@ -9,7 +9,9 @@
 #   i-accepted/i-rejected an accept or reject of an i_ file
 #   wrong-data            accepted, but returned bytes that are not the bytes
 #                         of the declared range
-#   crash                 any exit other than 0 or 1, or a signal
+#   crash                 an uncaught exception, a signal, a sanitizer report,
+#                         or an exit other than 0 and the reject code (the
+#                         command protocol: validator/_rejection.py)
 #   timeout               killed by the per-file alarm
 #   skipped               the implementation could not run
 from __future__ import annotations
@@ -20,6 +22,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from validator._errors import StcheckError
+from validator._rejection import REJECT_EXIT
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -95,6 +98,8 @@ class Impl:
     notes: str = ""
     skip_reason: str | None = None
     cwd: str | None = None  # run the adapter here and pass paths relative to it
+    reject_exit: int = REJECT_EXIT  # the exit code that means "rejected" (validator/_rejection.py)
+    reject_names: tuple[str, ...] = ()  # MODULE:NAME types a command's traceback may name as rejections
 
 
 @dataclass

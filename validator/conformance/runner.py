@@ -10,10 +10,10 @@ import os
 import select
 import subprocess
 import threading
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+from validator import _command
 from validator.conformance.classify import classify
 from validator.conformance.model import Raw, Result
 
@@ -81,30 +81,15 @@ def _arg(impl: Impl, path: Path) -> str:
 def run_command(impl: Impl, path: Path) -> Raw:
     """One file, one fresh process (user commands and the fallback)."""
     argv = [a.replace("{path}", _arg(impl, path)) for a in impl.argv]
-    start = time.monotonic()
-    try:
-        done = subprocess.run(  # noqa: S603 - the command is the implementation under test
-            argv,
-            capture_output=True,
-            timeout=impl.timeout_s,
-            env=_env(impl),
-            cwd=impl.cwd,
-            preexec_fn=_limit(impl.memory_mb) if impl.memory_mb else None,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as exc:
-        err = exc.stderr.decode("utf-8", "replace") if isinstance(exc.stderr, bytes) else ""
-        return Raw(None, None, "", err, time.monotonic() - start, timed_out=True)
-    except OSError as exc:
-        return Raw(None, None, "", f"cannot start {argv[0]}: {exc}", time.monotonic() - start)
-    rc = done.returncode
-    return Raw(
-        rc if rc >= 0 else None,
-        -rc if rc < 0 else None,
-        done.stdout.decode("utf-8", "replace"),
-        done.stderr.decode("utf-8", "replace")[-4000:],
-        time.monotonic() - start,
+    done = _command.run(
+        argv,
+        timeout=impl.timeout_s,
+        env=_env(impl),
+        cwd=impl.cwd,
+        preexec=_limit(impl.memory_mb) if impl.memory_mb else None,
     )
+    stderr = done.error or done.stderr
+    return Raw(done.rc, done.signal, done.stdout, stderr, done.seconds, timed_out=done.timed_out)
 
 
 class Server:
@@ -176,7 +161,7 @@ def run_impl(impl: Impl, cases: Sequence[Case], on_result: Callable[[Result], No
                 server = Server(impl)
             elif raw is None:
                 raw = run_command(impl, case.path)
-            result = classify(impl.name, case, raw)
+            result = classify(impl, case, raw)
             results.append(result)
             on_result(result)
     finally:

@@ -10,12 +10,15 @@
 # engine's -timeout and -rss_limit_mb, and the runner files them as the
 # categories `hang` and `out-of-memory`.
 #
-# Reject or crash: the one rule of validator/conformance/adapter.py
-# (is_rejection), so a loader gets the same verdict here and in
-# `stcheck conformance --impl`.  ValueError and its subclasses, StcheckError,
-# SafetensorError, SafetensorsParsingError and the types named with
-# --reject-exception are rejections; KeyError, IndexError, TypeError,
-# struct.error, RecursionError and every other exception are crashes.
+# Reject or crash: the one rule of validator/_rejection.py, for a callable's
+# exception and for a command's exit alike, so a loader gets the same
+# verdict here and in `stcheck conformance --impl`, and the same crash
+# categories whichever way it is run.  ValueError and its subclasses,
+# StcheckError, SafetensorError, SafetensorsParsingError and the types named
+# with --reject-exception are rejections; KeyError, IndexError, TypeError,
+# struct.error, RecursionError and every other exception are crashes.  A
+# command runs through validator/_command.py (bounded output, its own
+# process group, killed at the timeout).
 # ruff: noqa: PTH103, PTH105, PTH109, PTH112, PTH118, PTH123, PTH202, PTH208
 # Paths: os.path and open(), like the rest of the package.
 from __future__ import annotations
@@ -27,12 +30,14 @@ import json
 import os
 import re
 import shlex
-import subprocess
 import sys
 import tempfile
+import traceback
 from typing import TYPE_CHECKING, Any, Final
 
-from validator._rejection import is_rejection
+from validator import _command
+from validator._display import escape_line
+from validator._rejection import REJECT_EXIT, is_rejection, judge_exit
 from validator._rules import Profile
 from validator._validate import validate
 from validator.fuzz.targets import numpy_representable, reference_load, tensor_bytes, tie_classes
@@ -47,13 +52,15 @@ ENV_LOADER_CMD: Final = "STCHECK_FUZZ_LOADER_CMD"
 ENV_INPUT: Final = "STCHECK_FUZZ_LOADER_INPUT"
 ENV_OUT: Final = "STCHECK_FUZZ_LOADER_OUT"
 ENV_REJECT: Final = "STCHECK_FUZZ_LOADER_REJECT"
+ENV_REJECT_EXIT: Final = "STCHECK_FUZZ_LOADER_REJECT_EXIT"
 CMD_TIMEOUT_S: Final = 5.0  # below the engine's default -timeout of 10 s
+_TRACE_LINES: Final = (20, 60)  # a long traceback keeps its first and last lines
 
 # What each category means, for the report.
 DESCRIPTIONS: Final = {
     "accepts-invalid": "accepts a file that safetensors 0.8.0 rejects",
     "rejects-valid": "rejects a file that safetensors 0.8.0 accepts",
-    "crash": "raises something other than a clean rejection (a command: exits neither 0 nor 1)",
+    "crash": "raises or exits with something other than a clean rejection",
     "bytes-mismatch": "returns tensor bytes that differ from the file's declared range",
     "tensor-set-mismatch": "returns other tensor names than the header declares",
     "hang": "runs past the time limit",
@@ -70,6 +77,8 @@ class Outcome:
     crashed: bool = False
     detail: str = ""
     tensors: Mapping[str, Any] | None = None
+    kind: str = ""  # for a crash: the exception class, signal-NAME, exit-N, a sanitizer, or hang
+    trace: str = ""  # the loader's traceback (a callable) or its stderr (a command), for --replay
 
 
 @dataclasses.dataclass
@@ -81,6 +90,8 @@ class LoaderUnderTest:
     pass_bytes: bool = False
     clean: tuple[type[BaseException], ...] = ()  # documented rejection types beyond the default ones
     timeout_s: float = CMD_TIMEOUT_S
+    reject_exit: int = REJECT_EXIT  # a command's exit code for "rejected"
+    reject_names: tuple[str, ...] = ()  # MODULE:NAME rejection types, matched in a command's traceback
 
     def run(self, data: bytes) -> Outcome:
         with tempfile.TemporaryDirectory(prefix="stcheck-loader-") as tmp:
@@ -93,15 +104,20 @@ class LoaderUnderTest:
             return self._call(data if self.pass_bytes else path)
 
     def _run_command(self, path: str) -> Outcome:
+        """One run of the command, judged by the protocol of validator/_rejection.py."""
         argv = shlex.split(self.command.replace("{path}", shlex.quote(path)))  # type: ignore[union-attr]
-        try:
-            proc = subprocess.run(argv, capture_output=True, timeout=self.timeout_s, check=False)  # noqa: S603 - the user asked for it
-        except subprocess.TimeoutExpired:
-            return Outcome(accepted=False, crashed=True, detail=f"hang: no exit within {self.timeout_s:g}s")
-        if proc.returncode in (0, 1):
-            return Outcome(accepted=proc.returncode == 0)
-        tail = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
-        return Outcome(accepted=False, crashed=True, detail=f"exit-{proc.returncode}: {tail[0][:200]}")
+        done = _command.run(argv, timeout=self.timeout_s)
+        trace = (done.error or done.stderr).strip()
+        if done.timed_out:
+            return Outcome(
+                accepted=False, crashed=True, detail=f"no exit within {self.timeout_s:g}s", kind="hang", trace=trace
+            )
+        verdict = judge_exit(
+            done.rc, done.signal, done.error or done.stderr, reject_exit=self.reject_exit, documented=self.reject_names
+        )
+        if verdict.outcome == "crash":
+            return Outcome(accepted=False, crashed=True, detail=verdict.detail, kind=verdict.kind, trace=trace)
+        return Outcome(accepted=verdict.outcome == "accepted", detail=verdict.detail, trace=trace)
 
     def _call(self, arg: object) -> Outcome:
         assert self.function is not None
@@ -110,11 +126,23 @@ class LoaderUnderTest:
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:  # noqa: BLE001 - classifying the loader's failures is the point
+            trace = _their_traceback(exc)
             if is_rejection(exc, self.clean):
-                return Outcome(accepted=False)
-            return Outcome(accepted=False, crashed=True, detail=f"{_type_name(exc)}: {str(exc)[:200]}")
+                return Outcome(accepted=False, detail=f"{_type_name(exc)}: {str(exc)[:200]}", trace=trace)
+            name = _type_name(exc)
+            return Outcome(accepted=False, crashed=True, detail=f"{name}: {str(exc)[:200]}", kind=name, trace=trace)
         tensors = value if hasattr(value, "keys") and hasattr(value, "__getitem__") else None
         return Outcome(accepted=True, tensors=tensors)
+
+
+def _their_traceback(exc: BaseException) -> str:
+    """The loader's traceback: its own frames, without this module's call into it."""
+    tb = exc.__traceback__.tb_next if exc.__traceback__ is not None else None
+    lines = "".join(traceback.format_exception(type(exc), exc, tb)).rstrip().splitlines()
+    head, tail = _TRACE_LINES
+    if len(lines) > head + tail:
+        lines = [*lines[:head], f"  [... {len(lines) - head - tail} lines left out ...]", *lines[-tail:]]
+    return "\n".join(lines)
 
 
 def _type_name(exc: BaseException) -> str:
@@ -133,20 +161,23 @@ def _import(spec: str) -> Any:  # noqa: ANN401 - whatever the user names
     return obj
 
 
-def from_env() -> LoaderUnderTest:
+def from_env(environ: Mapping[str, str] | None = None) -> LoaderUnderTest:
     """The loader named by the environment (set by `stcheck fuzz loader-under-test`)."""
-    clean: tuple[type[BaseException], ...] = ()
-    for name in filter(None, os.environ.get(ENV_REJECT, "").split(",")):
-        clean = (*clean, _import(name))
-    if os.environ.get(ENV_LOADER_CMD):
-        return LoaderUnderTest(command=os.environ[ENV_LOADER_CMD], clean=clean)
-    spec = os.environ.get(ENV_LOADER)
+    env = os.environ if environ is None else environ
+    names = tuple(filter(None, env.get(ENV_REJECT, "").split(",")))
+    if env.get(ENV_LOADER_CMD):
+        # A command's rejection types are matched by name in its traceback;
+        # nothing of the user's is imported here.
+        reject_exit = int(env.get(ENV_REJECT_EXIT) or REJECT_EXIT)
+        return LoaderUnderTest(command=env[ENV_LOADER_CMD], reject_exit=reject_exit, reject_names=names)
+    spec = env.get(ENV_LOADER)
     if not spec:
         msg = f"set {ENV_LOADER}=module:function or {ENV_LOADER_CMD}='cmd {{path}}'"
         raise ValueError(msg)
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
-    return LoaderUnderTest(function=_import(spec), pass_bytes=os.environ.get(ENV_INPUT) == "bytes", clean=clean)
+    clean = tuple(_import(name) for name in names)
+    return LoaderUnderTest(function=_import(spec), pass_bytes=env.get(ENV_INPUT) == "bytes", clean=clean)
 
 
 def _subkind(slug: str, message: str) -> str:
@@ -160,8 +191,14 @@ def _representable(report: Report) -> bool:
     return all(numpy_representable(t.shape, t.bits) for t in (report.tensors or {}).values())
 
 
-def classify(loader: LoaderUnderTest, data: bytes) -> list[tuple[str, str]]:
-    """The (category, detail) pairs for one input; empty when the loader behaves."""
+def examine(
+    loader: LoaderUnderTest, data: bytes, where: Callable[[str], str] | None = None
+) -> tuple[list[tuple[str, str]], Outcome]:
+    """The (category, detail) pairs for one input, and the loader's outcome.
+
+    ``where`` names the file a finding's line points at, per category (the
+    reproducer's path); without it the line says ``<bytes>``.
+    """
     ref = validate(data, profile=Profile.REFERENCE)
     theirs, _ = reference_load(data)
     found: list[tuple[str, str]] = []
@@ -170,12 +207,13 @@ def classify(loader: LoaderUnderTest, data: bytes) -> list[tuple[str, str]]:
     outcome = loader.run(data)
     first = ref.first_error
     if outcome.crashed:
-        kind = outcome.detail.split(":", 1)[0]
-        found.append(("hang" if kind == "hang" else f"crash:{kind}", outcome.detail))
+        found.append(("hang" if outcome.kind == "hang" else f"crash:{outcome.kind}", outcome.detail))
     elif outcome.accepted and first is not None:
-        found.append((f"accepts-invalid:{_subkind(first.slug, first.message)}", first.format()))
+        category = f"accepts-invalid:{_subkind(first.slug, first.message)}"
+        found.append((category, first.format(where(category)) if where else first.format()))
     elif not outcome.accepted and ref.valid and _representable(ref):
-        found.append(("rejects-valid", "the loader refuses a file safetensors accepts"))
+        reason = f": {outcome.detail}" if outcome.detail else ""
+        found.append(("rejects-valid", f"the loader refuses a file safetensors accepts{reason}"))
     elif outcome.accepted and outcome.tensors is not None and ref.tensors is not None and ref.data_start is not None:
         if sorted(outcome.tensors) != sorted(ref.tensors):
             found.append(
@@ -190,7 +228,12 @@ def classify(loader: LoaderUnderTest, data: bytes) -> list[tuple[str, str]]:
                         ("bytes-mismatch", f"tensor {name!r}: {len(got)} bytes returned, {len(want)} declared")
                     )
                     break
-    return found
+    return [(category, escape_line(detail)) for category, detail in found], outcome
+
+
+def classify(loader: LoaderUnderTest, data: bytes, where: Callable[[str], str] | None = None) -> list[tuple[str, str]]:
+    """The (category, detail) pairs for one input; empty when the loader behaves."""
+    return examine(loader, data, where)[0]
 
 
 def category_file(category: str) -> str:
@@ -198,10 +241,15 @@ def category_file(category: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", category).strip("_")
 
 
+def reproducer_path(out_dir: str, category: str) -> str:
+    """Where the reproducer of ``category`` is kept in ``out_dir``."""
+    return os.path.join(out_dir, category_file(category)) + ".safetensors"
+
+
 def record(out_dir: str, category: str, detail: str, data: bytes) -> None:
     """Keep ``data`` as the reproducer for ``category`` if it is the shortest so far."""
     os.makedirs(out_dir, exist_ok=True)
-    base = os.path.join(out_dir, category_file(category))
+    base = reproducer_path(out_dir, category).removesuffix(".safetensors")
     try:
         if os.path.getsize(base + ".safetensors") <= len(data):
             return
@@ -219,11 +267,22 @@ def record(out_dir: str, category: str, detail: str, data: bytes) -> None:
 def make_target(loader: LoaderUnderTest, out_dir: str) -> Callable[[bytes], None]:
     """The fuzz target: classify and record, never raise for the loader's faults."""
 
+    def where(category: str) -> str:
+        return reproducer_path(out_dir, category)
+
     def target(data: bytes) -> None:
-        for category, detail in classify(loader, data):
+        for category, detail in classify(loader, data, where):
             record(out_dir, category, detail, data)
 
     return target
+
+
+def count_findings(out_dir: str) -> int:
+    """How many problem classes ``out_dir`` holds (cheap: one listing)."""
+    try:
+        return sum(1 for name in os.listdir(out_dir) if name.endswith(".json"))
+    except OSError:
+        return 0
 
 
 def read_findings(out_dir: str) -> list[dict[str, Any]]:

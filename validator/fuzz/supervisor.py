@@ -49,7 +49,7 @@ class Config:
     target: str
     seconds: float
     jobs: int = 1
-    workdir: str = os.path.join("fuzz", "out")
+    workdir: str = os.path.join("fuzz", "out")  # the CLI passes a per-user cache folder
     regressions: str = os.path.join("corpus", "regressions")
     seed_dirs: tuple[str, ...] = ()
     timeout_s: int = 10
@@ -58,6 +58,7 @@ class Config:
     max_findings: int = 10
     minimise_s: float = 30.0
     interval_s: float = 10.0
+    grace_s: float = 15.0  # past the deadline, an engine still running is stopped
     env: Mapping[str, str] = dataclasses.field(default_factory=dict)
     engine_args: tuple[str, ...] = ()
 
@@ -86,6 +87,7 @@ class Summary:
     features: int = 0
     corpus: int = 0
     findings: list[Finding] = dataclasses.field(default_factory=list)
+    found: int = 0  # findings, or for loader-under-test the problem classes recorded in its --out
 
     @property
     def execs_per_s(self) -> float:
@@ -229,13 +231,24 @@ class _Campaign:
         except OSError:
             return 0
 
+    def found(self) -> int:
+        """Findings so far.  Fuzzing a user's loader records each problem class in
+        its --out as it is found (the target never stops the engine), so those
+        are counted, not only the engine's stops."""
+        if self.config.target != LOADER_UNDER_TEST:
+            return len(self.findings)
+        from validator.fuzz import loader_under_test as _fuzz_yours
+
+        out_dir = self.config.env.get(_fuzz_yours.ENV_OUT, os.path.join(self.dir, "findings"))
+        return _fuzz_yours.count_findings(out_dir)
+
     def progress(self) -> str:
         elapsed = time.monotonic() - self.start
         execs = sum(j.execs for j in self.jobs)
         rate = execs / elapsed if elapsed > 0 else 0.0
         return (
             f"[{self.config.target}] {elapsed:5.0f}s  execs {execs}  ({rate:.0f}/s)  cov {self.coverage}  "
-            f"ft {self.features}  corpus {self.corpus_size()}  findings {len(self.findings)}"
+            f"ft {self.features}  corpus {self.corpus_size()}  findings {self.found()}"
         )
 
     def handle(self, artifact: str, output: str) -> bool:
@@ -267,7 +280,7 @@ class _Campaign:
             with open(artifact, "rb") as f:
                 data = f.read()
             _fuzz_yours.record(out_dir, category, sig, data)
-            path = os.path.join(out_dir, _fuzz_yours.category_file(category) + ".safetensors")
+            path = _fuzz_yours.reproducer_path(out_dir, category)
             return Finding(kind, sig, path, len(data), f"stcheck fuzz {cfg.target} --replay {shlex.quote(path)}")
         dest_dir = os.path.join(cfg.regressions, cfg.target)
         os.makedirs(dest_dir, exist_ok=True)
@@ -343,6 +356,7 @@ def run(config: Config, out: Callable[[str], None] = print) -> Summary:
     for thread in threads:
         thread.start()
     last = time.monotonic()
+    overdue = False
     try:
         while any(t.is_alive() for t in threads):
             for thread in threads:
@@ -350,6 +364,13 @@ def run(config: Config, out: Callable[[str], None] = print) -> Summary:
             if time.monotonic() - last >= config.interval_s:
                 last = time.monotonic()
                 out(campaign.progress())
+            if not overdue and time.monotonic() > campaign.deadline + config.grace_s:
+                # libFuzzer checks -max_total_time only once it is fuzzing, not
+                # while it runs the seeds: a slow target (a loader command) would
+                # run on for minutes.
+                overdue = True
+                out(f"[{config.target}] time is up: stopping the engine (it was still running its seeds)")
+                campaign.stop()
     except KeyboardInterrupt:
         campaign.stop()
         for thread in threads:
@@ -365,6 +386,7 @@ def run(config: Config, out: Callable[[str], None] = print) -> Summary:
         features=campaign.features,
         corpus=campaign.corpus_size(),
         findings=campaign.findings,
+        found=campaign.found(),
     )
 
 
