@@ -36,6 +36,10 @@ class Expected:
     hexdigest: str
     source: str
 
+    def fields(self) -> tuple[str, str, str]:
+        """(algorithm, hexdigest, source): what a cache key and a result record of it."""
+        return (self.algorithm, self.hexdigest, self.source)
+
 
 def normalise_sha256(text: str) -> str:
     """Check and lower-case a 64-digit hex sha256; raise ValueError otherwise."""
