@@ -12,7 +12,8 @@
 #   as needed, then the connection is closed: the body is never drained;
 # - a 206 whose Content-Range does not start where asked, whose span or
 #   total is malformed, or whose body is shorter than its span is refused;
-# - the total must be the same in every response about one file;
+# - the total must be the same in every response about one file, and so
+#   must its ETag (X-Linked-Etag on the hub) when both responses state one;
 # - redirects are followed here, not by urllib3, at most MAX_REDIRECTS hops,
 #   http(s) only, a repeated URL is a loop, and the Authorization header is
 #   dropped when a hop leaves the origin (the hub redirects to a CDN);
@@ -276,6 +277,7 @@ class RemoteFile:
         self.linked_etag: str | None = None  # the hub's X-Linked-Etag: an LFS file's sha256
         self.linked_size: int | None = None
         self.commit: str | None = None
+        self.version: str | None = None  # the first response's X-Linked-Etag or ETag, as sent
         self.final_url = url
         self._have = b""  # bytes 0..len(_have) of the file
         self._stream: Response | None = None  # positioned at len(_have), ends at _stream_end
@@ -299,6 +301,7 @@ class RemoteFile:
         self.final_url = resp.final_url
         linked = resp.header("X-Linked-Etag")
         etag = linked or resp.header("ETag")
+        self.version = etag
         self.etag = None if etag is None else etag.strip().removeprefix("W/").strip('"')
         self.linked_etag = self.etag if linked else None
         linked_size = resp.header("X-Linked-Size")
@@ -315,6 +318,7 @@ class RemoteFile:
         resp = self.client.get(self.url, start=start, end=end, headers=self.headers)
         self.requests += 1
         resp.check_ok()
+        self._same_version(resp)
         if resp.status == 416:
             unsatisfied = self._unsatisfied(resp)
             self._set_size(resp, unsatisfied)
@@ -364,6 +368,17 @@ class RemoteFile:
             return resp
         resp.close()
         raise RemoteError(f"{self.url}: unexpected HTTP {resp.status} to a Range request")
+
+    def _same_version(self, resp: Response) -> None:
+        """Refuse a later response whose ETag is not the first one's."""
+        if self.version is None:
+            return
+        now = resp.header("X-Linked-Etag") or resp.header("ETag")
+        if now is not None and now != self.version:
+            resp.close()
+            raise RemoteError(
+                f"{self.url}: the file changed between requests (ETag {self.version[:80]} then {now[:80]})"
+            )
 
     def _unsatisfied(self, resp: Response) -> int:
         value = resp.raw.headers.get("Content-Range") or ""
