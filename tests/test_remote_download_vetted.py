@@ -197,3 +197,18 @@ def test_an_unsafe_name_is_refused_before_any_byte_is_downloaded(hub, server, tm
     assert not any(p.startswith("/cdn/") for p, _ in server.site.log)  # not a byte of either file
     assert not (tmp_path / "out").exists()
     assert DownloadRefused  # the refusal of a name is a usage error (exit 2), not a finding
+
+
+def test_an_output_that_cannot_be_written_is_one_line_and_exit_2(server, tmp_path, capsys):
+    data = st_bytes({"w": np.ones(4, np.float32)}, tmp_path)
+    server.site.resources["/m.safetensors"] = from_bytes(data)
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    url = server.url + "/m.safetensors"
+    code, out, err = run_cli(capsys, "download", url, "-o", str(afile), "--progress", "never")
+    assert (code, out, err) == (2, "", f"stcheck download: {afile}: not a directory\n")
+    assert not any(p == "/m.safetensors" for p, _ in server.site.log)  # refused before any byte
+    code, out, err = run_cli(capsys, "download", url, "-o", str(afile / "sub"), "--progress", "never")
+    assert (code, out) == (2, "")
+    assert err == f"stcheck download: {afile / 'sub'}: cannot write the download: Not a directory\n"
+    assert afile.read_text() == "x"

@@ -95,6 +95,17 @@ def _target(out_dir: str, rel: str) -> str:
     return os.path.join(out_dir, *rel.split("/"))
 
 
+def _check_output(out_dir: str, found: Plan) -> None:
+    """Refuse, before any byte is asked for, an output that is not a
+    directory and every name known now (a shard's is checked when the index
+    is read, index-shard-path, before any of its bytes are asked for)."""
+    for rel in [*(index.rel for index in found.indexes), *(entry.rel for entry in found.files)]:
+        _target(out_dir, rel)
+    if os.path.lexists(out_dir) and not os.path.isdir(out_dir):  # noqa: PTH112 - paths are str here
+        msg = f"{out_dir}: not a directory"
+        raise SourceError(msg)
+
+
 def _temp(final: str) -> tuple[int, str]:
     folder = os.path.dirname(final)
     os.makedirs(folder, exist_ok=True)
@@ -211,10 +222,7 @@ def download(  # noqa: C901 - one branch per source kind and failure
     opts = options or Options()
     with Client(opts) as client:
         found = plan(source, opts)
-        # The names known now are refused before any byte is asked for; a
-        # shard's, when the index is read (index-shard-path), before its own.
-        for rel in [*(index.rel for index in found.indexes), *(entry.rel for entry in found.files)]:
-            _target(out_dir, rel)
+        _check_output(out_dir, found)
         vetted: dict[str, RemoteHeader] = {}  # by URL: the header each file was vetted from
 
         def fetch(entry: RemoteEntry) -> RemoteHeader:
@@ -315,11 +323,18 @@ def _commit(  # noqa: PLR0917 - one private call site
                 _write_all(fd, raw)
             finally:
                 os.close(fd)
-    except BaseException:
+        for temp, final in temps:
+            os.replace(temp, final)
+    except BaseException as exc:
         for temp, _ in temps:
             with contextlib.suppress(OSError):
                 os.unlink(temp)
+        if isinstance(exc, OSError) and not isinstance(exc, SourceError):  # writing, not reading, failed
+            raise _write_error(exc, out_dir) from exc
         raise
-    for temp, final in temps:
-        os.replace(temp, final)
     return done
+
+
+def _write_error(exc: OSError, out_dir: str) -> SourceError:
+    where = exc.filename if isinstance(exc.filename, str) else out_dir
+    return SourceError(f"{where}: cannot write the download: {exc.strerror or exc}")
