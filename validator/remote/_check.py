@@ -242,7 +242,7 @@ def plan(source: str, options: Options) -> Plan:
             return Plan([_url_index(source)], [])
         return Plan([], [_url_entry(source)])
     location = parse_hf(source)
-    repo = resolve(location, timeout=options.timeout)
+    repo = resolve(location, timeout=options.timeout, deadline=options.deadline)
     path = location.path
     if path.endswith(SUFFIX) or is_index_name(path):
         if path not in repo.entries:
