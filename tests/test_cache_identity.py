@@ -182,3 +182,20 @@ def test_the_stamp_is_read_back_from_any_identity(tmp_path):
     for name in ("a.safetensors", 'we,ird "na],me\\\u00e9\udcff.safetensors'):
         assert _stamp_in(file_identity(str(tmp_path / name), stamp)) == stamp
     assert _stamp_in(remote_identity("https://h/x", etag='"abc"') or "") is None
+
+
+def test_a_hub_cache_through_the_cache_stores_and_replays_every_blob(tmp_path, capsys):
+    from scan_fixtures import fake_hf_cache
+
+    fake_hf_cache(tmp_path)
+    blobs = tmp_path / "models--acme--tiny" / "blobs"
+    (blobs / ("e" * 64 + ".incomplete")).write_bytes(b"\x00" * 100)
+    db = str(tmp_path / "c.db")
+    rc_cold, cold, err = scan(capsys, "--hf-cache", str(tmp_path), "--cache", db)
+    assert "0 of 4 files unchanged and not read again; 4 stored\n" in err  # nothing "changed while scanned"
+    rc_warm, warm, err = scan(capsys, "--hf-cache", str(tmp_path), "--cache", db)
+    assert "4 of 4 files unchanged and not read again; 0 stored\n" in err
+    assert rc_cold == rc_warm == 1
+    rules = [json.loads(doc)["summary"]["findings_by_rule"] for doc in (cold, warm)]
+    assert rules[0] == rules[1]
+    assert rules[0]["ST614 download-incomplete"] == 1

@@ -18,6 +18,7 @@
 # ruff: noqa: PTH110, PTH111, PTH112, PTH116, PTH118, PTH119, PTH123, PTH208
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -378,6 +379,8 @@ def _not_a_file(job: Job, result: FileResult) -> None:
     else:
         size = os.lstat(job.path).st_size
         result.file_size = size
+        with contextlib.suppress(OSError):  # the verdict is about this blob as it is now
+            result.stamp = stamp_of(os.stat(job.path))
         out.add(
             "download-incomplete",
             f"an interrupted download ({size} bytes so far): resume or restart it, or delete the blob",
