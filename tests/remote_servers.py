@@ -5,8 +5,10 @@
 # instead of written to disk.  Every byte the server writes is counted per
 # path, and every request is logged, so a test can assert how much a check
 # transferred.  Hostile behaviours are switches on the resource:
-# Range ignored, a lying total, a short body, stalls, slow drips, redirect
-# loops, content codings, no length.  The fake hub answers the two routes
+# Range ignored, a lying total, a short body, stalls, slow drips (of the
+# body, or of the status line and headers), redirect loops, content codings,
+# no length.  A drip of the headers is bounded in time (head_drip_for): the
+# server then finishes the response, so no test can leave it running.  The fake hub answers the two routes
 # huggingface_hub's repo_info and our resolve URLs use:
 #   GET /api/{models,datasets}/{repo}[/revision/{rev}]   -> repo JSON with siblings
 #   GET /{[datasets/]repo}/resolve/{rev}/{path}           -> 302 to /cdn/{sha256} (LFS files)
@@ -37,6 +39,8 @@ class Resource:
     body_cut: int | None = None  # close the connection after this many body bytes
     stall: float = 0.0  # sleep before the status line
     drip: float = 0.0  # sleep between 1-byte writes of the body
+    head_drip: float = 0.0  # sleep between 1-byte writes of the status line and headers
+    head_drip_for: float = 15.0  # ...for at most this long, then the rest at once
     encoding: str | None = None  # Content-Encoding to claim
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)  # extra headers
@@ -124,6 +128,26 @@ class Handler(BaseHTTPRequestHandler):
             return
         self.serve(path, res)
 
+    def drip_head(self, path: str, every: float, limit: float) -> None:
+        """Write the status line and headers buffered so far one byte at a
+        time, with a header that grows a byte per ``every`` seconds, for at
+        most ``limit`` seconds; then end the headers."""
+        head = b"".join(self._headers_buffer)
+        self._headers_buffer = []
+        stop = time.monotonic() + limit
+        try:
+            for k in range(len(head) - 2):  # all but the blank line that ends the headers
+                self._write(path, head[k : k + 1])
+                time.sleep(every)
+            self._write(path, b"X-Drip: ")
+            while time.monotonic() < stop:
+                self._write(path, b"a")
+                self.wfile.flush()
+                time.sleep(every)
+            self._write(path, b"\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
     def serve(self, path: str, res: Resource) -> None:
         if res.stall:
             time.sleep(res.stall)
@@ -154,7 +178,13 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Encoding", res.encoding)
         for k, v in res.headers.items():
             self.send_header(k, v)
-        self.end_headers()
+        if res.head_drip:
+            self._headers_buffer.append(b"\r\n")
+            self.drip_head(path, res.head_drip, res.head_drip_for)
+            if self.close_connection:
+                return
+        else:
+            self.end_headers()
         limit = length if res.body_cut is None else min(length, res.body_cut)
         pos = start
         try:
@@ -208,6 +238,8 @@ class FakeHub:
         self.refs: dict[tuple[str, str], str] = {}
         self.token: str | None = None  # when set, every route needs it
         self.oid_override: dict[str, str] = {}  # path -> the sha256 the hub claims
+        self.api_drip = 0.0  # sleep between 1-byte writes of the repo API's status line and headers
+        self.api_drip_for = 15.0
 
     def add(self, repo: str, files: list[HubFile], *, sha: str = "a" * 40, ref: str = "main") -> None:
         self.repos.setdefault(repo, {})[sha] = files
@@ -248,6 +280,14 @@ class FakeHub:
                     entry["lfs"] = {"sha256": self.oid(f), "size": f.size, "pointerSize": 134}
                 siblings.append(entry)
             body = json.dumps({"id": m.group(2), "sha": sha, "siblings": siblings}).encode()
+            if self.api_drip:
+                h.send_response(200)
+                h.send_header("Content-Type", "application/json")
+                h.send_header("Content-Length", str(len(body)))
+                h._headers_buffer.append(b"\r\n")
+                h.drip_head(path, self.api_drip, self.api_drip_for)
+                h._write(path, body)
+                return True
             h._simple(200, body, {"Content-Type": "application/json"})
             return True
         m = re.fullmatch(r"/((?:datasets/)?[^/]+/[^/]+)/resolve/([^/]+)/(.+)", path)

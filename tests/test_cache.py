@@ -133,6 +133,12 @@ def test_identity_follows_inode_size_and_mtime(tmp_path):
     assert json.loads(remote_identity("hf://org/m/x", blob_id="f" * 64)) == ["blob", "hf://org/m/x", "f" * 64]
     odd = write(tmp_path / "bad-\udcff-name.safetensors", clean_file())  # a name that is not UTF-8
     assert json.loads(local_identity(str(odd)))[1] == str(odd)
+    # The text of earlier versions, so that existing caches stay valid.
+    for name in (odd, path, tmp_path / 'a,"b"\\c\u00e9.safetensors'):
+        write(name, clean_file())
+        st = name.stat()
+        old = [str(name.absolute()), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_dev, st.st_ino]
+        assert local_identity(str(name)) == json.dumps(["file", *old], separators=(",", ":"), ensure_ascii=True)
 
 
 @pytest.mark.parametrize(
@@ -167,15 +173,21 @@ def test_policy_severities_and_suppressions_survive_the_cache(tmp_path):
     job = Job(str(path), ((str(path), None),))
     fresh = scan_file(job, Options(deep=True, policy=policy))
     assert {i.reason for i in fresh.items} == {"no NaN"}
-    replay = decode(encode(fresh), job)
+    replay = decode(encode(fresh), job, Options(deep=True, policy=policy))
     assert replay is not None
     assert replay.cached
     assert replay.to_json() | {"cached": None, "bytes_read": None} == fresh.to_json() | {
         "cached": None,
         "bytes_read": None,
     }
-    assert decode("{not json", job) is None
-    assert decode(json.dumps({"items": [["ST999", "m", None, None, None, "error", None, None]]}), job) is None
+    assert decode("{not json", job, Options()) is None
+    assert (
+        decode(json.dumps({"items": [["ST999", "m", None, None, None, "error", None, None]]}), job, Options()) is None
+    )
+    # A row stored before the header digest was: not a hit (scanned again, then replaced).
+    old = json.loads(encode(fresh))
+    del old["header_span"], old["header_sha256"]
+    assert decode(json.dumps(old), job, Options()) is None
 
 
 def test_unreadable_files_and_timeouts_are_never_stored(tmp_path):
@@ -248,7 +260,7 @@ def test_concurrent_writers_lose_nothing(tmp_path, cache_url):
         stored = cache.get_many(keys)
     assert len(stored) == 450
     job = Job(path, ((path, None),))
-    assert all(decode(v, job) is not None for v in stored.values())
+    assert all(decode(v, job, Options()) is not None for v in stored.values())
 
 
 def test_one_row_per_path_and_context(tmp_path):

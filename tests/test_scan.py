@@ -115,6 +115,35 @@ def test_malformed_checksums_file_is_a_usage_error(tmp_path, capsys):
     assert "SUMS:1: not a sha256sum line" in err
 
 
+def test_conflicting_checksum_lines_for_one_file_are_an_error_of_the_list(tmp_path, capsys, monkeypatch):
+    # `sha256sum -c` checks every line, so a second line with another digest
+    # fails it; the scan must not take the first line and pass.
+    good = write(tmp_path / "good.safetensors", clean_file())
+    digest = sha256(good.read_bytes())
+    sums = tmp_path / "SUMS"
+    sums.write_text(f"{digest}  good.safetensors\n{'ab' * 32}  ./good.safetensors\n")
+    rc, out, err = run(capsys, "--checksums", str(sums), str(tmp_path))
+    assert (rc, out) == (2, "")
+    assert err == (
+        f"stcheck scan: {sums}:1 and {sums}:2 give different sha256 digests for the same file "
+        f"{tmp_path / 'good.safetensors'}\n"
+    )
+    # Identical lines for one file (the same digest, under two names) are fine.
+    sums.write_text(f"{digest}  good.safetensors\n{digest.upper()} *{tmp_path / 'good.safetensors'}\n")
+    rc, doc = scan_json(capsys, "--checksums", str(sums), str(tmp_path))
+    assert rc == 0
+    assert doc["files"][0]["findings"] == []
+    # Two lines naming other files that are not on disk do not conflict.
+    monkeypatch.chdir(tmp_path)
+    sums.write_text(
+        f"{digest}  good.safetensors\n{'ab' * 32}  gone/good.safetensors\n{'cd' * 32}  gone/good.safetensors\n"
+    )
+    rc, out, err = run(capsys, "--checksums", str(sums), str(good))
+    assert rc == 1  # the listed file that is missing, ST613 (twice), not a conflict
+    assert "different sha256" not in err
+    assert out.count(": ST613 checksum-file-missing") == 2
+
+
 def test_hf_cache_reports_per_model_and_file_and_finds_the_corrupted_blob(tmp_path, capsys):
     files = fake_hf_cache(tmp_path)
     rc, doc = scan_json(capsys, "--hf-cache", str(tmp_path))

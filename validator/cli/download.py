@@ -5,7 +5,9 @@
 # stderr: a redrawn line on a terminal, else one line every few seconds.
 #
 # Exit codes: 0 downloaded, 1 refused (findings printed), 2 usage, network or
-# I/O error.
+# I/O error.  Every line goes through validator._display: shard and file
+# names come from the index or the hub listing, so they may hold ESC, CR, LF
+# or bidi controls, and are written escaped.
 # ruff: noqa: T201
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
+from validator._display import escape_line, escape_path
 from validator._errors import SourceError
 from validator._rules import Profile
 from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
@@ -61,7 +64,7 @@ class _Progress:
             return
         self.last = now
         pct = 100.0 if size == 0 else 100.0 * seen / size
-        line = f"{name}: {seen / 2**20:,.1f} / {size / 2**20:,.1f} MiB ({pct:.0f}%)"
+        line = f"{escape_path(name)}: {seen / 2**20:,.1f} / {size / 2**20:,.1f} MiB ({pct:.0f}%)"
         sys.stderr.write(("\r" + line + ("\n" if done else "")) if self.tty else line + "\n")
         sys.stderr.flush()
 
@@ -70,8 +73,7 @@ def run_download(args: argparse.Namespace) -> int:
     try:
         from validator.remote import DownloadRefused, default_options, download  # noqa: PLC0415 - the remote extra
     except ImportError as exc:
-        print(f"stcheck download: needs the remote extra: pip install 'stcheck[remote]' ({exc.name})", file=sys.stderr)
-        return EXIT_ERROR
+        return _error(f"needs the remote extra: pip install 'stcheck[remote]' ({exc.name})")
     sha256 = None
     if args.sha256:
         from validator.scan.integrity import normalise_sha256  # noqa: PLC0415 - only with --sha256
@@ -79,8 +81,7 @@ def run_download(args: argparse.Namespace) -> int:
         try:
             sha256 = normalise_sha256(args.sha256)
         except ValueError as exc:
-            print(f"stcheck download: {exc}", file=sys.stderr)
-            return EXIT_ERROR
+            return _error(str(exc))
     options = default_options(timeout=args.timeout, concurrency=args.concurrency)
     try:
         done = download(
@@ -95,15 +96,20 @@ def run_download(args: argparse.Namespace) -> int:
     except DownloadRefused as exc:
         for where, finding in exc.findings:
             print(finding.format(where))
-        print(f"stcheck download: {exc}", file=sys.stderr)
+        _error(str(exc))
         return EXIT_INVALID
     except (SourceError, ValueError) as exc:
-        print(f"stcheck download: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return _error(str(exc))
     for item in done:
         for finding in item.findings:
             print(finding.format(item.path))
         checked = f"sha256 checked against {item.expected}" if item.expected else "no expected digest known"
-        print(f"{item.path}: {item.size:,} bytes, sha256 {item.sha256} ({checked})")
-    print(f"{len(done)} file{'s' if len(done) != 1 else ''} downloaded into {args.output}")
+        print(escape_line(f"{escape_path(item.path)}: {item.size:,} bytes, sha256 {item.sha256} ({checked})"))
+    print(f"{len(done)} file{'s' if len(done) != 1 else ''} downloaded into {escape_path(args.output)}")
     return EXIT_OK
+
+
+def _error(message: str) -> int:
+    """One escaped line on stderr; the exit code of an error."""
+    print(escape_line(f"stcheck download: {message}"), file=sys.stderr)
+    return EXIT_ERROR

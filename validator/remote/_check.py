@@ -137,10 +137,17 @@ class IndexSource:
 
 
 def check_index(
-    client: Client, source: IndexSource, profile: Profile, *, keep: list[bytes] | None = None
+    client: Client,
+    source: IndexSource,
+    profile: Profile,
+    *,
+    keep: list[bytes] | None = None,
+    read: Callable[[RemoteEntry], Report] | None = None,
 ) -> IndexReport:
     """Fetch a remote index and its shards' headers; cross-check them.
-    With ``keep``, the index's bytes are appended to it."""
+    With ``keep``, the index's bytes are appended to it; ``read`` fetches
+    and checks one shard's header (default: read_header), so that download
+    can keep the very bytes it cross-checked."""
     raw, size = fetch_small(client, source.url, MAX_INDEX_SIZE, source.headers)
     if keep is not None and raw is not None:
         keep.append(raw)
@@ -148,7 +155,7 @@ def check_index(
     parsed = parse_index(raw, size, out)
     if parsed is None:
         return index_report(source.display, out)
-    return check_parsed(client, source, parsed, out, profile)
+    return check_parsed(client, source, parsed, out, profile, read=read)
 
 
 def check_parsed(
@@ -157,6 +164,8 @@ def check_parsed(
     parsed: ParsedIndex,
     out: Checker,
     profile: Profile,
+    *,
+    read: Callable[[RemoteEntry], Report] | None = None,
 ) -> IndexReport:
     outcomes: dict[str, Report | ShardProblem] = {}
     todo: dict[str, RemoteEntry] = {}
@@ -170,7 +179,8 @@ def check_parsed(
             outcomes[shard] = ShardProblem("index-shard-missing", f"shard {shard!r}: not in the repository")
             continue
         todo[shard] = entry
-    results = _bounded_map(lambda e: read_header(client, e, profile).report, todo.values(), client.options.concurrency)
+    fetch = read or (lambda e: read_header(client, e, profile).report)
+    results = _bounded_map(fetch, todo.values(), client.options.concurrency)
     for shard, result in zip(todo, results, strict=True):
         if isinstance(result, RemoteError):
             if getattr(result, "status", None) not in {404, 410}:
@@ -240,7 +250,7 @@ def plan(source: str, options: Options) -> Plan:
             return Plan([_url_index(source)], [])
         return Plan([], [_url_entry(source)])
     location = parse_hf(source)
-    repo = resolve(location, timeout=options.timeout)
+    repo = resolve(location, timeout=options.timeout, deadline=options.deadline)
     path = location.path
     if path.endswith(SUFFIX) or is_index_name(path):
         if path not in repo.entries:

@@ -1,7 +1,13 @@
 # Strategy: `stcheck download`, vet first, then fetch once.  Every header of
 # the source (a file, an index and all its shards, or a whole repository) is
 # checked from Range requests before any file's data is asked for; one
-# error anywhere refuses the whole download.  Each file is then streamed
+# error anywhere refuses the whole download.  Each header is fetched once:
+# the bytes a shard's header was cross-checked with the index from are the
+# bytes written (a server that answers with another shard the second time
+# is never asked a second time), and the rest of the file is asked for from
+# where they end, with the same length and ETag or the download stops.
+# Every name to be written is checked (io.index.unsafe_shard_name) before
+# any of its bytes are asked for.  Each file is then streamed
 # once, from where its header check stopped: every chunk is written to a
 # temporary file in the output directory, hashed (sha256, and the git blob
 # id when that is the only digest known) and fed to the deep checks
@@ -9,15 +15,17 @@
 # The digest is compared with --sha256, or the hub's LFS oid, or its
 # X-Linked-Etag.  Only when every file of the source has passed are the
 # temporary files renamed into place; otherwise they are removed and nothing
-# is left behind but the directories created.
+# is left behind but the directories created.  Files get the mode
+# validator.save gives: an existing file's, else 0o666 less the umask.
 # Paths are str, handled with os.path as in the rest of the package.
-# ruff: noqa: PTH103, PTH105, PTH108, PTH118, PTH119, PTH120
+# ruff: noqa: PTH103, PTH105, PTH108, PTH116, PTH118, PTH119, PTH120
 from __future__ import annotations
 
 import contextlib
 import dataclasses
 import os
 import re
+import stat
 import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -28,6 +36,7 @@ from validator._errors import RemoteError, SourceError
 from validator._rules import Severity
 from validator._validate import _profile
 from validator.io.index import unsafe_shard_name
+from validator.io.writer import _umask  # the one umask reader, shared with save
 from validator.remote._check import Plan, RemoteEntry, RemoteHeader, check_index, plan, read_header, unnamed_files
 from validator.remote._http import Client, Options
 from validator.scan.integrity import Digester, Expected, check_digest
@@ -86,10 +95,34 @@ def _target(out_dir: str, rel: str) -> str:
     return os.path.join(out_dir, *rel.split("/"))
 
 
+def _check_output(out_dir: str, found: Plan) -> None:
+    """Refuse, before any byte is asked for, an output that is not a
+    directory and every name known now (a shard's is checked when the index
+    is read, index-shard-path, before any of its bytes are asked for)."""
+    for rel in [*(index.rel for index in found.indexes), *(entry.rel for entry in found.files)]:
+        _target(out_dir, rel)
+    if os.path.lexists(out_dir) and not os.path.isdir(out_dir):  # noqa: PTH112 - paths are str here
+        msg = f"{out_dir}: not a directory"
+        raise SourceError(msg)
+
+
 def _temp(final: str) -> tuple[int, str]:
     folder = os.path.dirname(final)
     os.makedirs(folder, exist_ok=True)
-    return tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(final)}.", suffix=".part")
+    fd, temp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(final)}.", suffix=".part")
+    try:
+        # mkstemp makes 0600; the file gets what validator.save gives it.
+        try:
+            mode = stat.S_IMODE(os.stat(final).st_mode)
+        except FileNotFoundError:
+            mode = 0o666 & ~_umask()
+        os.fchmod(fd, mode)
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    return fd, temp
 
 
 def _write_all(fd: int, data: memoryview | bytes) -> None:
@@ -189,8 +222,21 @@ def download(  # noqa: C901 - one branch per source kind and failure
     opts = options or Options()
     with Client(opts) as client:
         found = plan(source, opts)
+        _check_output(out_dir, found)
+        vetted: dict[str, RemoteHeader] = {}  # by URL: the header each file was vetted from
+
+        def fetch(entry: RemoteEntry) -> RemoteHeader:
+            _target(out_dir, entry.rel)
+            header = read_header(client, _uncached(entry), prof, keep_open=True)
+            if header.file is not None:
+                header.file.close()  # frees the connection; the bytes read stay held
+            vetted[entry.url] = header
+            return header
+
         kept: list[bytes] = []
-        checkpoints = [check_index(client, index, prof, keep=kept) for index in found.indexes]
+        checkpoints = [
+            check_index(client, index, prof, keep=kept, read=lambda e: fetch(e).report) for index in found.indexes
+        ]
         entries: list[RemoteEntry] = unnamed_files(found, checkpoints)
         for index, report in zip(found.indexes, checkpoints, strict=True):
             for shard in sorted(set((report.weight_map or {}).values())):
@@ -209,17 +255,17 @@ def download(  # noqa: C901 - one branch per source kind and failure
         headers: list[RemoteHeader] = []
         try:
             for entry in entries:
-                header = read_header(client, _uncached(entry), prof, keep_open=True)
-                if header.file is not None:
-                    header.file.close()  # frees the connection; the bytes read stay held
+                header = vetted.get(entry.url)
+                if header is None:  # a file no index names: vetted here, alone
+                    header = fetch(entry)
+                    refusals.extend((entry.display, f) for f in header.report.errors)
                 headers.append(header)
-                refusals.extend((entry.display, f) for f in header.report.errors)
             if refusals:
                 msg = f"{source}: refused before downloading any tensor data: {len(refusals)} errors"
                 raise DownloadRefused(msg, refusals)
             return _commit(entries, headers, found, kept, out_dir, sha256, deep=deep, progress=progress)
         finally:
-            for header in headers:
+            for header in [*headers, *vetted.values()]:
                 if header.file is not None:
                     header.file.close()
 
@@ -246,8 +292,9 @@ def _commit(  # noqa: PLR0917 - one private call site
     done: list[FileDone] = []
     refusals: list[tuple[str, Finding]] = []
     try:
-        for entry, header in zip(entries, headers, strict=True):
-            final = _target(out_dir, entry.rel)
+        finals = [_target(out_dir, entry.rel) for entry in entries]  # every name, before any data
+        index_finals = [_target(out_dir, index.rel) for index in found.indexes]
+        for entry, header, final in zip(entries, headers, finals, strict=True):
             fd, temp = _temp(final)
             temps.append((temp, final))
             expected = _expected(entry, header, sha256)
@@ -270,19 +317,25 @@ def _commit(  # noqa: PLR0917 - one private call site
             what = entries[0].display if len(entries) == 1 else "the source"
             msg = f"{what}: refused after download: {len(refusals)} errors; nothing was kept"
             raise DownloadRefused(msg, refusals)  # noqa: TRY301 - the cleanup below covers this refusal too
-        for index, raw in zip(found.indexes, kept, strict=True):
-            final = _target(out_dir, index.rel)
+        for raw, final in zip(kept, index_finals, strict=True):
             fd, temp = _temp(final)
             temps.append((temp, final))
             try:
                 _write_all(fd, raw)
             finally:
                 os.close(fd)
-    except BaseException:
+        for temp, final in temps:
+            os.replace(temp, final)
+    except BaseException as exc:
         for temp, _ in temps:
             with contextlib.suppress(OSError):
                 os.unlink(temp)
+        if isinstance(exc, OSError) and not isinstance(exc, SourceError):  # writing, not reading, failed
+            raise _write_error(exc, out_dir) from exc
         raise
-    for temp, final in temps:
-        os.replace(temp, final)
     return done
+
+
+def _write_error(exc: OSError, out_dir: str) -> SourceError:
+    where = exc.filename if isinstance(exc.filename, str) else out_dir
+    return SourceError(f"{where}: cannot write the download: {exc.strerror or exc}")

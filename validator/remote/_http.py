@@ -12,14 +12,25 @@
 #   as needed, then the connection is closed: the body is never drained;
 # - a 206 whose Content-Range does not start where asked, whose span or
 #   total is malformed, or whose body is shorter than its span is refused;
-# - the total must be the same in every response about one file;
+# - the total must be the same in every response about one file, and so
+#   must its ETag (X-Linked-Etag on the hub) when both responses state one;
 # - redirects are followed here, not by urllib3, at most MAX_REDIRECTS hops,
 #   http(s) only, a repeated URL is a loop, and the Authorization header is
 #   dropped when a hop leaves the origin (the hub redirects to a CDN);
 # - content codings are refused (we ask for identity; a gzip body would be
 #   neither the file's bytes nor bounded);
-# - each socket operation has a timeout and each request a deadline, checked
-#   between reads, so a server that drips a byte at a time is cut off.
+# - each socket operation has a timeout (`timeout`), and each request a
+#   deadline that covers all of it: connecting, the TLS handshake, sending,
+#   every redirect hop, the status line and headers, and the body.  Until
+#   the headers are in, a watch (a timer) shuts the request's socket down
+#   the moment the deadline passes, so a server that drips its headers a
+#   byte at a time, each inside the per-read timeout, is cut off on time;
+#   the body is checked between reads (each read waits `timeout` at most),
+#   and a body that keeps arriving earns time as it comes: a request fails
+#   once more than `deadline + bytes received / min_rate` seconds have
+#   passed, so a large download at any reasonable rate is never cut off,
+#   while a drip below `min_rate` is.  Name resolution (getaddrinfo) cannot
+#   be interrupted: it is bounded by the system's resolver.
 # Failures raise RemoteError (a SourceError, so an OSError) naming the URL
 # and the reason; the CLI turns them into exit code 2.
 #
@@ -28,7 +39,9 @@
 # timeouts and a bounded, thread-safe connection pool.
 from __future__ import annotations
 
+import contextlib
 import re
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -36,6 +49,8 @@ from typing import TYPE_CHECKING, Final
 from urllib.parse import urljoin, urlsplit
 
 import urllib3
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import HTTPError as _Urllib3Error
 
 from validator._errors import RemoteError
@@ -60,9 +75,79 @@ class Options:
     """How remote reads behave: timeouts, deadline, bound on concurrency."""
 
     timeout: float = 30.0  # seconds per connect and per socket read
-    deadline: float = 300.0  # seconds per request, checked between reads
+    deadline: float = 300.0  # seconds per request: connect, headers and body (see min_rate)
     concurrency: int = 16  # header fetches in flight at once
+    min_rate: float = 64 << 10  # bytes a second: each received byte adds 1 / min_rate s to the deadline
     headers: Mapping[str, str] = field(default_factory=dict)  # sent to the first origin only
+
+
+class _Watch:
+    """The sockets of one request until its headers are in; shut down (both
+    ways, which wakes a read blocked on them) when the deadline passes."""
+
+    def __init__(self, seconds: float) -> None:
+        self.expired = False
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def add(self, sock: socket.socket) -> None:
+        with self._lock:
+            if self.expired:
+                _shut(sock)
+            else:
+                self._sockets.append(sock)
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            for sock in self._sockets:
+                _shut(sock)
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+
+def _shut(sock: socket.socket) -> None:
+    # The plain socket's shutdown, also for a TLS socket: it only wakes the
+    # reader; the TLS state is left to the thread that owns it.
+    with contextlib.suppress(OSError):
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
+_watching = threading.local()  # .watch: the _Watch of the request this thread is making
+
+
+class _Watched(HTTPConnection):
+    """A connection that hands its socket to the current request's watch:
+    when it is made (before any TLS handshake), and when it is reused."""
+
+    def _new_conn(self) -> socket.socket:
+        sock = super()._new_conn()
+        watch = getattr(_watching, "watch", None)
+        if watch is not None:
+            watch.add(sock)
+        return sock
+
+    def request(self, *args: object, **kwargs: object) -> None:
+        watch = getattr(_watching, "watch", None)
+        if watch is not None and self.sock is not None:
+            watch.add(self.sock)
+        super().request(*args, **kwargs)  # type: ignore[arg-type]
+
+
+class _WatchedHTTPS(_Watched, HTTPSConnection):
+    pass
+
+
+class _HTTPPool(HTTPConnectionPool):
+    ConnectionCls = _Watched
+
+
+class _HTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _WatchedHTTPS
 
 
 class Client:
@@ -77,6 +162,7 @@ class Client:
             retries=False,
             timeout=urllib3.Timeout(connect=self.options.timeout, read=self.options.timeout),
         )
+        self.pool.pool_classes_by_scheme = {"http": _HTTPPool, "https": _HTTPSPool}
         self._lock = threading.Lock()
         self.requests = 0
 
@@ -107,25 +193,22 @@ class Client:
         hops: list[Mapping[str, str]] = []
         here = url
         origin = _origin(url)
+        deadline = time.monotonic() + self.options.deadline  # one deadline for every hop and the body
         for _ in range(MAX_REDIRECTS + 1):
             if urlsplit(here).scheme not in {"http", "https"}:
                 raise RemoteError(f"{url}: redirected to {here!r}, which is not an http(s) URL")
             with self._lock:
                 self.requests += 1
-            try:
-                raw = self.pool.request(
-                    "GET", here, headers=headers, preload_content=False, redirect=False, decode_content=False
-                )
-            except (_Urllib3Error, OSError) as exc:
-                raise RemoteError(f"{url}: {_reason(exc, self.options.timeout)}") from exc
+            raw = self._request(url, here, headers, deadline)
             if raw.status not in _REDIRECTS:
                 return Response(
                     url,
                     here,
                     raw=raw,
                     hops=hops,
-                    deadline=time.monotonic() + self.options.deadline,
+                    deadline=deadline,
                     timeout=self.options.timeout,
+                    min_rate=self.options.min_rate,
                 )
             location = raw.headers.get("Location")
             hops.append(dict(raw.headers))
@@ -140,6 +223,39 @@ class Client:
             if _origin(here) != origin:
                 headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
         raise RemoteError(f"{url}: more than {MAX_REDIRECTS} redirects")
+
+    def _request(self, url: str, here: str, headers: Mapping[str, str], deadline: float) -> BaseHTTPResponse:
+        """One GET of ``here``, its status line and headers read, under the watch."""
+        left = deadline - time.monotonic()
+        late = RemoteError(
+            f"{url}: no answer within the deadline of {self.options.deadline:g} s (connection, status line and headers)"
+        )
+        if left <= 0:
+            raise late
+        watch = _Watch(left)
+        _watching.watch = watch
+        try:
+            raw = self.pool.request(
+                "GET",
+                here,
+                headers=headers,
+                preload_content=False,
+                redirect=False,
+                decode_content=False,
+                pool_timeout=left,  # waiting for a free connection counts too
+            )
+        except (_Urllib3Error, OSError) as exc:
+            if watch.expired or time.monotonic() >= deadline:
+                raise late from exc
+            raise RemoteError(f"{url}: {_reason(exc, self.options.timeout)}") from exc
+        finally:
+            _watching.watch = None
+            watch.cancel()
+        if watch.expired:  # at the last moment: its socket may be shut down already
+            raw.close()
+            raw.release_conn()
+            raise late
+        return raw
 
 
 def _origin(url: str) -> tuple[str, str | None, int | None]:
@@ -157,6 +273,9 @@ def _reason(exc: BaseException, timeout: float) -> str:
     # or unresolvable connection is not a timeout, so it is asked first.
     if isinstance(exc, urllib3.exceptions.NewConnectionError):
         return f"cannot connect: {text.split(': ', 1)[-1]}"
+    if _handshake_timed_out(exc):
+        # CPython bounds a whole TLS handshake by the socket timeout.
+        return f"the TLS handshake did not finish within {timeout:g} s"
     if isinstance(exc, urllib3.exceptions.ConnectTimeoutError) or "connect timeout" in text.lower():
         return f"no connection within {timeout:g} s (connect timeout)"
     if isinstance(exc, (urllib3.exceptions.ReadTimeoutError, TimeoutError)) or "timed out" in text.lower():
@@ -164,6 +283,20 @@ def _reason(exc: BaseException, timeout: float) -> str:
     if isinstance(exc, urllib3.exceptions.ProtocolError):
         return f"connection broken: {text}"
     return text or type(exc).__name__
+
+
+def _handshake_timed_out(exc: BaseException) -> bool:
+    """Whether ``exc`` (urllib3 reports it as a read timeout) or what it
+    wraps is a TLS handshake that timed out."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # a short chain: urllib3 wraps once or twice
+        if seen is None:
+            return False
+        text = str(seen).lower()
+        if "handshake" in text and "timed out" in text:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 class Response:
@@ -178,13 +311,16 @@ class Response:
         hops: list[Mapping[str, str]],
         deadline: float,
         timeout: float,
+        min_rate: float = Options.min_rate,
     ) -> None:
         self.url = url
         self.final_url = final_url
         self.raw = raw
         self.hops = hops
         self.status = raw.status
-        self.deadline = deadline
+        self.deadline = deadline  # time.monotonic() by which the request was to be done...
+        self.min_rate = min_rate  # ...plus a second per min_rate bytes received
+        self.received = 0
         self.timeout = timeout
         self.done = False  # the body was read to its end
         self._closed = False
@@ -225,7 +361,7 @@ class Response:
         parts: list[bytes] = []
         got = 0
         while got < n:
-            if time.monotonic() > self.deadline:
+            if time.monotonic() > self.deadline + self.received / self.min_rate:
                 self.close()
                 raise RemoteError(f"{self.url}: the transfer did not finish in time (deadline exceeded)")
             try:
@@ -238,6 +374,7 @@ class Response:
                 self.done = True
                 break
             got += len(chunk)
+            self.received += len(chunk)
             if sink is None:
                 parts.append(chunk)
             else:
@@ -276,6 +413,7 @@ class RemoteFile:
         self.linked_etag: str | None = None  # the hub's X-Linked-Etag: an LFS file's sha256
         self.linked_size: int | None = None
         self.commit: str | None = None
+        self.version: str | None = None  # the first response's X-Linked-Etag or ETag, as sent
         self.final_url = url
         self._have = b""  # bytes 0..len(_have) of the file
         self._stream: Response | None = None  # positioned at len(_have), ends at _stream_end
@@ -299,6 +437,7 @@ class RemoteFile:
         self.final_url = resp.final_url
         linked = resp.header("X-Linked-Etag")
         etag = linked or resp.header("ETag")
+        self.version = etag
         self.etag = None if etag is None else etag.strip().removeprefix("W/").strip('"')
         self.linked_etag = self.etag if linked else None
         linked_size = resp.header("X-Linked-Size")
@@ -315,6 +454,7 @@ class RemoteFile:
         resp = self.client.get(self.url, start=start, end=end, headers=self.headers)
         self.requests += 1
         resp.check_ok()
+        self._same_version(resp)
         if resp.status == 416:
             unsatisfied = self._unsatisfied(resp)
             self._set_size(resp, unsatisfied)
@@ -364,6 +504,17 @@ class RemoteFile:
             return resp
         resp.close()
         raise RemoteError(f"{self.url}: unexpected HTTP {resp.status} to a Range request")
+
+    def _same_version(self, resp: Response) -> None:
+        """Refuse a later response whose ETag is not the first one's."""
+        if self.version is None:
+            return
+        now = resp.header("X-Linked-Etag") or resp.header("ETag")
+        if now is not None and now != self.version:
+            resp.close()
+            raise RemoteError(
+                f"{self.url}: the file changed between requests (ETag {self.version[:80]} then {now[:80]})"
+            )
 
     def _unsatisfied(self, resp: Response) -> int:
         value = resp.raw.headers.get("Content-Range") or ""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import unquote
@@ -24,7 +25,7 @@ from urllib.parse import unquote
 from validator._errors import RemoteError
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
 _TYPES: Final = {"models": "model", "datasets": "dataset", "spaces": "space"}
 _PREFIX: Final = {"model": "", "dataset": "datasets/", "space": "spaces/"}
@@ -129,11 +130,37 @@ def _endpoint() -> str:
     return (os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/")
 
 
-def resolve(location: HfLocation, *, timeout: float) -> HubRepo:
+def _within(seconds: float, call: Callable[[], Any]) -> Any:  # noqa: ANN401 - whatever the call returns
+    """``call()``, or TimeoutError after ``seconds``.  huggingface_hub's HTTP
+    client has only per-read timeouts, which a server dripping its answer
+    never trips: the call runs in a daemon thread, abandoned at the deadline
+    (it ends at its next read timeout, or with the process)."""
+    box: list[tuple[bool, Any]] = []
+
+    def work() -> None:
+        try:
+            box.append((True, call()))
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread, which re-raises it
+            box.append((False, exc))
+
+    thread = threading.Thread(target=work, name="stcheck-hub-api", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if not box:
+        raise TimeoutError
+    ok, value = box[0]
+    if not ok:
+        raise value
+    return value
+
+
+def resolve(location: HfLocation, *, timeout: float, deadline: float = 300.0) -> HubRepo:
     """List the repository at the location's revision through huggingface_hub.
 
-    Raises RemoteError (the address and the hub's reason) when the hub cannot
-    answer: an unknown repository or revision, no access, no network.
+    ``timeout`` bounds each read, ``deadline`` the whole listing.  Raises
+    RemoteError (the address and the hub's reason) when the hub cannot
+    answer: an unknown repository or revision, no access, no network, no
+    answer within the deadline.
     """
     try:
         from huggingface_hub import HfApi  # noqa: PLC0415 - the remote extra loads only for hf:// sources
@@ -145,14 +172,19 @@ def resolve(location: HfLocation, *, timeout: float) -> HubRepo:
     where = location.display(None, location.path)
     try:
         api = HfApi(endpoint=endpoint)
-        info: Any = api.repo_info(
-            location.repo_id,
-            revision=location.revision,
-            repo_type=location.repo_type,
-            files_metadata=True,
-            timeout=timeout,
+        info: Any = _within(
+            deadline,
+            lambda: api.repo_info(
+                location.repo_id,
+                revision=location.revision,
+                repo_type=location.repo_type,
+                files_metadata=True,
+                timeout=timeout,
+            ),
         )
         headers = build_hf_headers()
+    except TimeoutError as exc:
+        raise RemoteError(f"{where}: the hub did not answer within the deadline of {deadline:g} s") from exc
     except Exception as exc:  # huggingface_hub raises its own errors and its HTTP client's: the hub did not answer
         raise RemoteError(f"{where}: {_hub_reason(exc)}") from exc
     commit = getattr(info, "sha", None)

@@ -4,14 +4,20 @@
 #   identity: what the file is.  A local file: its absolute path, size,
 #     mtime_ns, ctime_ns, device and inode (ctime cannot be set back by a
 #     user, so a rewrite that restores the mtime still misses).  A remote
-#     file: its URL plus the server's ETag or the hub's blob id.
+#     file: its URL plus the server's ETag or the hub's blob id.  The
+#     identity stored is that of the descriptor that was read, and only
+#     when the path named the same file before and after the scan
+#     (validator/scan/identity.py); the value holds the sha256 of the
+#     prefix and header that were judged, re-read and compared on every hit.
 #   context: how it was scanned.  A sha256 over the tool version, a digest
 #     of the rule catalogue, the profile, the policy's content, the deep
 #     flag, and the digest the file was checked against (--sha256,
 #     --checksums, a hub blob name), so any change of rules or settings
 #     misses instead of replaying stale findings.
 # The value is the file's FileResult as JSON.  An unreadable file and a
-# timed-out scan are never stored: both may succeed next time.
+# timed-out scan are never stored: both may succeed next time.  What it says
+# about the run rather than the file (the policy file's name) is filled in
+# from the run that replays it.
 #
 # Writers: the process that drives a scan writes each result as it arrives,
 # in a transaction of its own, so a killed run keeps everything it finished
@@ -35,7 +41,8 @@ from typing import TYPE_CHECKING, Any, Final
 from validator._errors import StcheckError
 from validator._findings import Finding
 from validator._rules import BY_CODE, RULES, Severity
-from validator.scan.engine import FileResult
+from validator.scan.engine import FileResult, choose_expected, job_options
+from validator.scan.identity import same_file, stamp_of, still_judged
 from validator.scan.integrity import lookup
 from validator.scan.policy import ScanItem
 
@@ -43,6 +50,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
     from validator.scan.engine import Job, Options
+    from validator.scan.identity import Stamp
+    from validator.scan.integrity import Expected
     from validator.scan.policy import Policy
 
 SCHEMA: Final = 1
@@ -66,7 +75,26 @@ def local_identity(path: str) -> str | None:
         st = os.stat(path)
     except OSError:
         return None
-    return _text(["file", os.path.abspath(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_dev, st.st_ino])
+    return file_identity(path, stamp_of(st))
+
+
+def file_identity(path: str, stamp: Stamp) -> str:
+    """The identity of the file ``path`` names, from its stamp."""
+    size, mtime_ns, ctime_ns, inode, device = stamp
+    # The same text as _text() of the list [kind, path, size, mtime, ctime,
+    # device, inode] (existing caches stay valid), spelt out: it is made once
+    # per file of every scan through the cache.
+    return f'["file",{json.dumps(os.path.abspath(path))},{size},{mtime_ns},{ctime_ns},{device},{inode}]'
+
+
+def _stamp_in(identity: str) -> Stamp | None:
+    """The stamp a local file's identity was made from; None for a remote one."""
+    if not identity.startswith('["file",'):
+        return None
+    # The five numbers end the list (the path before them may hold commas):
+    # split from the right rather than parse the JSON, once per file of a warm scan.
+    size, mtime_ns, ctime_ns, device, inode = map(int, identity[:-1].rsplit(",", 5)[1:])
+    return (size, mtime_ns, ctime_ns, inode, device)
 
 
 def remote_identity(url: str, *, etag: str | None = None, blob_id: str | None = None) -> str | None:
@@ -131,26 +159,28 @@ def scan_context(options: Options) -> dict[str, Any]:
     }
 
 
-def job_context(base: dict[str, Any], job: Job, options: Options, memo: dict[Any, str] | None = None) -> str:
+def job_context(
+    base: dict[str, Any], job: Job, options: Options, listed: Expected | None, memo: dict[Any, str] | None = None
+) -> str:
     """The context part of one job's key: the scan's settings plus the digest
     this file is checked against, exactly as the engine chooses it.
+    ``listed`` is the --checksums line for the job, looked up once by the
+    caller, so that the key and the check compared after the scan are made
+    from the same line.
 
     ``memo``, shared by the calls of one scan (same ``base`` and
     ``options``), holds the digests already made: most files share their
     context, and a digest of the whole rule catalogue per file was most of
     a warm re-scan's time.
     """
-    listed = None
-    if options.checksums is not None:
-        found = lookup(options.checksums, job.path)
-        listed = None if found is None else (found.algorithm, found.hexdigest, found.source)
-    expected = None if job.expected is None else (job.expected.algorithm, job.expected.hexdigest, job.expected.source)
+    listed_fields = None if listed is None else listed.fields()
+    expected = None if job.expected is None else job.expected.fields()
     memo = {} if memo is None else memo
     policy = base["policy"]
     if job.policy is not None:  # alive as long as the job: its id is a safe key meanwhile
         policy = memo.get(("policy", id(job.policy))) or policy_hash(job.policy) or ""
         memo[("policy", id(job.policy))] = policy
-    fields = (policy, job.validate, job.checksum_required, expected, listed)
+    fields = (policy, job.validate, job.checksum_required, expected, listed_fields)
     known = memo.get(fields)
     if known is not None:
         return known
@@ -163,7 +193,7 @@ def job_context(base: dict[str, Any], job: Job, options: Options, memo: dict[Any
             "expected": None if expected is None else list(expected),
             "sha256": options.sha256,
             "checksums": options.checksums is not None,
-            "listed": None if listed is None else list(listed),
+            "listed": None if listed_fields is None else list(listed_fields),
         }
     )
     return made
@@ -204,17 +234,24 @@ def encode(result: FileResult) -> str:
         "metadata": result.metadata,
         "policy": result.policy,
         "not_listed": result.not_listed,
+        "header_span": result.header_span,
+        "header_sha256": result.header_sha256,
         "items": items,
     }
     return _text(doc)
 
 
-def decode(text: str, job: Job) -> FileResult | None:
-    """A stored result, named as ``job`` names it; None if it does not parse.
+def decode(text: str, job: Job, options: Options) -> FileResult | None:
+    """A stored result, named as ``job`` names it, under this run's policy
+    file; None if it does not parse (or predates the header digest).
 
     It is marked ``cached``, and ``bytes_read`` is 0: nothing was read."""
+    policy = job_options(job, options).policy
     try:
         doc = json.loads(text)
+        span, digest = doc["header_span"], doc["header_sha256"]
+        if not isinstance(span, int) or (span and not isinstance(digest, str)):
+            return None
         items = [
             ScanItem(
                 Finding(BY_CODE[code], message, offset, tensor, json_path),
@@ -238,9 +275,14 @@ def decode(text: str, job: Job) -> FileResult | None:
             deep=doc["deep"],
             profile=doc["profile"],
             metadata=doc["metadata"],
-            policy=doc.get("policy"),
+            # The policy's content is part of the key, its file name is not:
+            # two files of the same content share rows, and a hit names the
+            # file in force for this run, never the one of the run that stored it.
+            policy=None if policy is None else policy.source,
             not_listed=doc.get("not_listed", 0),
             cached=True,
+            header_span=span,
+            header_sha256=digest,
         )
     except (ValueError, KeyError, TypeError):
         return None
@@ -469,31 +511,75 @@ def open_cache(spec: str) -> ResultCache:
 
 class Lookup:
     """The cache's answer for a list of jobs: the results it holds, and the
-    keys under which the others are to be stored once scanned."""
+    keys under which the others are to be stored once scanned.
+
+    A stored row is a hit only when the path still names the file of its
+    identity and that file's prefix and header are still the bytes judged
+    (re-read and compared by sha256).  A fresh result is stored only when
+    the bytes read are the ones its key names: the stat before the scan,
+    the descriptor's stamp at open and when the read was done, and the stat
+    after the scan agree, and the digest checked is the one in the key.
+    ``same_host=False`` (results from cluster workers) leaves the device
+    number out of the comparison with the workers' stamps."""
 
     def __init__(
-        self, cache: ResultCache, jobs: Sequence[Job], options: Options, identities: Sequence[str | None]
+        self,
+        cache: ResultCache,
+        jobs: Sequence[Job],
+        options: Options,
+        identities: Sequence[str | None],
+        *,
+        same_host: bool = True,
     ) -> None:
         self.cache = cache
+        self.jobs = jobs
+        self.same_host = same_host
         base = scan_context(options)
         memo: dict[Any, str] = {}
-        self.keys: list[Key | None] = [
-            None if identity is None else (identity, job_context(base, job, options, memo))
-            for job, identity in zip(jobs, identities, strict=True)
-        ]
+        self.keys: list[Key | None] = []
+        self.expected: list[tuple[str, str, str] | None] = []  # the digest each key was made with
+        for job, identity in zip(jobs, identities, strict=True):
+            listed = None if options.checksums is None or identity is None else lookup(options.checksums, job.path)
+            expected, _ = choose_expected(job, options, listed)
+            self.expected.append(None if expected is None else expected.fields())
+            self.keys.append(None if identity is None else (identity, job_context(base, job, options, listed, memo)))
         stored = cache.get_many([k for k in self.keys if k is not None])
         self.hits: dict[int, FileResult] = {}
         for i, (job, key) in enumerate(zip(jobs, self.keys, strict=True)):
             text = None if key is None else stored.get(key)
-            result = None if text is None else decode(text, job)
-            if result is not None:
+            result = None if text is None else decode(text, job, options)
+            if result is not None and self._still_judged(i, result):
                 self.hits[i] = result
         self.stored = 0
+        self.changed = 0  # fresh results not stored: the path named other bytes at some point
+
+    def _still_judged(self, index: int, result: FileResult) -> bool:
+        key = self.keys[index]
+        stamp = None if key is None else _stamp_in(key[0])
+        path = self.jobs[index].path
+        return stamp is not None and still_judged(path, stamp, result.header_span, result.header_sha256)
+
+    def _same_bytes(self, index: int, result: FileResult) -> bool:
+        key = self.keys[index]
+        before = None if key is None else _stamp_in(key[0])
+        if before is None or result.stamp is None or result.checked != self.expected[index]:
+            return False
+        if not same_file(result.stamp, before, device=self.same_host):
+            return False
+        try:
+            after = stamp_of(os.stat(self.jobs[index].path))
+        except OSError:
+            return False
+        return same_file(after, before)
 
     def record(self, index: int, result: FileResult) -> None:
-        """Store a fresh result of job ``index`` (if it describes the file)."""
+        """Store a fresh result of job ``index`` (if it describes the file,
+        and the bytes it describes are the ones the key names)."""
         key = self.keys[index]
         if key is None or not cacheable(result):
+            return
+        if not self._same_bytes(index, result):
+            self.changed += 1
             return
         self.cache.put(key, _text(json.loads(key[0])[:2]), encode(replace(result, cached=False)))
         self.stored += 1

@@ -18,6 +18,7 @@
 # ruff: noqa: PTH110, PTH111, PTH112, PTH116, PTH118, PTH119, PTH123, PTH208
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -31,7 +32,7 @@ from validator._findings import ReportBase
 from validator._group import group_per_tensor
 from validator._rules import Profile, Severity
 from validator._source import open_regular
-from validator._validate import validate
+from validator.scan.identity import SeenHeader, Stamp, stamp_of, validate_fd
 from validator.scan.integrity import Digester, Expected, check_digest, from_blob_name, lookup
 from validator.scan.policy import Policy, ScanItem, apply_policy, check_policy
 
@@ -99,6 +100,13 @@ class FileResult(ReportBase[ScanItem]):
     policy: str | None = None  # where the policy in force came from
     not_listed: int = 0  # findings beyond the per-rule cap: counted, not kept
     cached: bool = False  # replayed from a results cache (validator.scan.cache), not read
+    # Which bytes the verdict is about (validator.scan.identity), for the
+    # cache; never part of a report.  ``stamp``: the descriptor's fstat at
+    # open, None when the file was not read or changed while it was read.
+    stamp: Stamp | None = None
+    header_span: int = 0  # validation read bytes [0, header_span)...
+    header_sha256: str | None = None  # ...whose sha256 this is
+    checked: tuple[str, str, str] | None = None  # the digest compared with: (algorithm, hex, source)
 
     @property
     def active(self) -> list[ScanItem]:
@@ -311,6 +319,23 @@ def job_options(job: Job, options: Options) -> Options:
     return options if job.policy is None else replace(options, policy=job.policy)
 
 
+def choose_expected(job: Job, options: Options, listed: Expected | None) -> tuple[Expected | None, bool]:
+    """The digest a job is checked against and whether one is required:
+    --sha256, else the --checksums line ``listed`` for it (looked up by the
+    caller, once), else what discovery found (a hub blob's name)."""
+    if options.sha256 is not None:
+        return Expected("sha256", options.sha256, "--sha256"), job.checksum_required
+    if options.checksums is not None:
+        return listed or job.expected, True
+    return job.expected, job.checksum_required
+
+
+def expected_for(job: Job, options: Options) -> tuple[Expected | None, bool]:
+    """choose_expected with the --checksums lookup done here."""
+    listed = None if options.checksums is None else lookup(options.checksums, job.path)
+    return choose_expected(job, options, listed)
+
+
 def scan_file(job: Job, options: Options, progress: Callable[[int], None] | None = None) -> FileResult:
     """Validate, deep-check and hash one file; never raises for bad bytes.
 
@@ -354,6 +379,8 @@ def _not_a_file(job: Job, result: FileResult) -> None:
     else:
         size = os.lstat(job.path).st_size
         result.file_size = size
+        with contextlib.suppress(OSError):  # the verdict is about this blob as it is now
+            result.stamp = stamp_of(os.stat(job.path))
         out.add(
             "download-incomplete",
             f"an interrupted download ({size} bytes so far): resume or restart it, or delete the blob",
@@ -362,7 +389,7 @@ def _not_a_file(job: Job, result: FileResult) -> None:
     result.items = apply_policy(out.findings, None)
 
 
-def _scan_into(  # noqa: C901 - one branch per source outcome
+def _scan_into(
     job: Job, options: Options, policy: Policy | None, result: FileResult, progress: Callable[[int], None] | None
 ) -> None:
     # The scan's own rules keep at most MAX_PER_RULE findings each, as
@@ -376,13 +403,15 @@ def _scan_into(  # noqa: C901 - one branch per source outcome
         raise SourceError(str(exc).replace(job.path, result.path, 1)) from exc
     fh = open(fd, "rb", buffering=0, closefd=True)  # noqa: SIM115 - the with below closes it
     with fh:
-        st = os.fstat(fh.fileno())
-        size = st.st_size
+        opened = stamp_of(os.fstat(fh.fileno()))
+        size = opened[0]
         result.file_size = size
         report = None
         findings: list[Finding] = []
         if job.validate:
-            report = validate(fh, profile=options.profile)
+            seen = SeenHeader()
+            report = validate_fd(fh.fileno(), size, options.profile, seen, result.path)
+            result.header_span, result.header_sha256 = seen.span, seen.sha256
             findings.extend(report.findings)
             result.not_listed += report.suppressed
             result.header_size = report.header_size
@@ -390,13 +419,9 @@ def _scan_into(  # noqa: C901 - one branch per source outcome
             result.metadata = None if report.metadata is None else dict(report.metadata)
             if policy is not None:
                 check_policy(report, policy, out)
-        expected = job.expected
-        required = job.checksum_required
-        if options.sha256 is not None:
-            expected = Expected("sha256", options.sha256, "--sha256")
-        elif options.checksums is not None:
-            expected = lookup(options.checksums, job.path) or expected
-            required = True
+        expected, required = expected_for(job, options)
+        if expected is not None:
+            result.checked = expected.fields()
         want_digest = expected is not None or required
         # Buffers no larger than the file: a 16 MiB chunk allocated (and
         # zero-filled) for a 256 KiB file cost more than reading it.
@@ -422,6 +447,8 @@ def _scan_into(  # noqa: C901 - one branch per source outcome
             result.deep = scanner.finish(out).to_json()
         if digester is not None and want_digest:
             check_digest(digester, expected, out, required=required)
+        # Stamped only when the bytes did not change while they were read.
+        result.stamp = opened if stamp_of(os.fstat(fh.fileno())) == opened else None
     finish_items(result, [*findings, *out.findings], out.dropped, policy)
 
 

@@ -36,6 +36,10 @@ class Expected:
     hexdigest: str
     source: str
 
+    def fields(self) -> tuple[str, str, str]:
+        """(algorithm, hexdigest, source): what a cache key and a result record of it."""
+        return (self.algorithm, self.hexdigest, self.source)
+
 
 def normalise_sha256(text: str) -> str:
     """Check and lower-case a 64-digit hex sha256; raise ValueError otherwise."""
@@ -84,7 +88,8 @@ def read_checksums(path: str) -> Checksums:
     Relative names are resolved against the directory of the checksum file,
     where such lists usually sit (``SHA256SUMS`` beside the files), and also
     against the current directory, as ``sha256sum -c`` does.  Raises
-    SourceError for an unreadable file or a malformed line.
+    SourceError for an unreadable file, a malformed line, or two lines that
+    give one existing file different digests.
     """
     try:
         with open(path, encoding="utf-8") as fh:
@@ -107,7 +112,15 @@ def read_checksums(path: str) -> Checksums:
         expected = Expected("sha256", digest.lower(), f"{path}:{number}")
         candidates = [name] if os.path.isabs(name) else [os.path.join(base, name), name]
         for candidate in candidates:
-            table.setdefault(_key(candidate), expected)
+            key = _key(candidate)
+            known = table.setdefault(key, expected)
+            # `sha256sum -c` checks every line: two lines that give one file
+            # two digests cannot both hold, so the list itself is wrong.
+            # (Identical lines are fine; so are names of missing files.)
+            if known.hexdigest != expected.hexdigest and os.path.lexists(candidate):
+                same = os.path.normpath(candidate)
+                msg = f"{known.source} and {expected.source} give different sha256 digests for the same file {same}"
+                raise SourceError(msg)
         if not any(os.path.lexists(candidate) for candidate in candidates):
             table.missing.append((candidates[0], expected.source))
     return table

@@ -22,8 +22,11 @@
 # the last range finds it when its bytes are not all zero; otherwise its
 # task searches backwards for it and streams a second scanner over the tail
 # only (all zeros, so cheap), keeping that scanner's data-zero-tail finding.
-# Every task checks the file's size, mtime and inode; a file that changed
-# between tasks is reported unreadable rather than merged from two versions.
+# Every task stamps the file (size, mtime, ctime, inode: validator/scan/
+# identity.py) when it opens it and again when it is done; a file that
+# changed during a task or between tasks is reported unreadable rather than
+# merged from two versions.  The planning task's stamp and header digest are
+# the merged result's, for the results cache.
 # ruff: noqa: PTH123
 from __future__ import annotations
 
@@ -34,17 +37,24 @@ from typing import TYPE_CHECKING, Any
 from validator._check import Checker
 from validator._errors import SourceError
 from validator._source import open_regular
-from validator._validate import validate
-from validator.scan.engine import FileResult, Job, Options, cap_per_rule, finish_items, job_options, scan_file
-from validator.scan.integrity import Digester, Expected, check_digest, lookup
+from validator.scan.engine import (
+    FileResult,
+    Job,
+    Options,
+    cap_per_rule,
+    expected_for,
+    finish_items,
+    job_options,
+    scan_file,
+)
+from validator.scan.identity import SeenHeader, Stamp, same_file, stamp_of, validate_fd
+from validator.scan.integrity import Digester, check_digest
 from validator.scan.policy import check_policy
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from validator._findings import Finding, TensorInfo
-
-Stamp = tuple[int, int, int]  # size, mtime_ns, inode
 
 
 @dataclass
@@ -58,6 +68,8 @@ class Plan:
     metadata: dict[str, str] | None
     findings: list[Finding]  # validation, policy and name checks, in check order
     ranges: list[tuple[int, int, dict[str, TensorInfo]]]  # absolute [begin, end) and its tensors
+    header_span: int = 0  # the bytes validation read, and their sha256 (see engine.FileResult)
+    header_sha256: str | None = None
 
 
 @dataclass
@@ -77,23 +89,17 @@ class HashPart:
     sha256: str
     bytes_read: int
     findings: list[Finding] = field(default_factory=list)
+    checked: tuple[str, str, str] | None = None  # the digest compared with
 
 
 def _stamp(fd: int) -> Stamp:
-    st = os.fstat(fd)
-    return st.st_size, st.st_mtime_ns, st.st_ino
+    return stamp_of(os.fstat(fd))
 
 
-def _expected(job: Job, options: Options) -> tuple[Expected | None, bool]:
-    # The same choice as engine._scan_into: --sha256, then --checksums, then
-    # the hub blob's name.
-    expected, required = job.expected, job.checksum_required
-    if options.sha256 is not None:
-        expected = Expected("sha256", options.sha256, "--sha256")
-    elif options.checksums is not None:
-        expected = lookup(options.checksums, job.path) or expected
-        required = True
-    return expected, required
+def _unchanged(fd: int, stamp: Stamp, job: Job) -> None:
+    """Raise SourceError when the file changed since ``stamp`` was taken."""
+    if _stamp(fd) != stamp:
+        raise SourceError(f"{job.names[0][0]}: the file changed while it was scanned")
 
 
 def cut(tensors: Sequence[tuple[str, TensorInfo]], data_start: int, file_size: int, split_bytes: int) -> list[Any]:
@@ -126,7 +132,8 @@ def plan(job: Job, options: Options, split_bytes: int) -> Plan | FileResult:
         size = stamp[0]
         if not (job.validate and options.deep and size >= 2 * split_bytes):
             return scan_file(job, options)
-        report = validate(fh, profile=options.profile)
+        seen = SeenHeader()
+        report = validate_fd(fh.fileno(), size, options.profile, seen, job.names[0][0])
         if not report.valid or report.tensors is None or report.data_start is None:
             return scan_file(job, options)
         ranges = cut(list(report.tensors.items()), report.data_start, size, split_bytes)
@@ -138,6 +145,7 @@ def plan(job: Job, options: Options, split_bytes: int) -> Plan | FileResult:
         if options.policy is not None:
             check_policy(report, options.policy, out)
         check_names(report.tensors, report.metadata, out)
+        _unchanged(fh.fileno(), stamp, job)
         return Plan(
             stamp=stamp,
             data_start=report.data_start,
@@ -146,6 +154,8 @@ def plan(job: Job, options: Options, split_bytes: int) -> Plan | FileResult:
             metadata=None if report.metadata is None else dict(report.metadata),
             findings=[*report.findings, *out.findings],
             ranges=ranges,
+            header_span=seen.span,
+            header_sha256=seen.sha256,
         )
 
 
@@ -196,6 +206,7 @@ def scan_range(job: Job, options: Options, plan_: Plan, index: int) -> RangePart
                 findings += [f for f in out.findings if f.slug == "data-zero-tail"]
             else:
                 findings += _zero_tail(fd, size, plan_, begin, options.chunk_size)
+        _unchanged(fd, stamp, job)
         return RangePart(stamp, findings, stats)
     finally:
         os.close(fd)
@@ -221,7 +232,7 @@ def hash_file(job: Job, options: Options) -> HashPart:
     fd, _ = open_regular(job.path)
     try:
         stamp = _stamp(fd)
-        expected, required = _expected(job, options)
+        expected, required = expected_for(job, options)
         digester = Digester(stamp[0], git_blob=expected is not None and expected.algorithm == "git-sha1")
         total = 0
 
@@ -234,7 +245,8 @@ def hash_file(job: Job, options: Options) -> HashPart:
         out = Checker()
         if expected is not None or required:
             check_digest(digester, expected, out, required=required)
-        return HashPart(stamp, digester.sha256(), total, out.findings)
+        _unchanged(fd, stamp, job)
+        return HashPart(stamp, digester.sha256(), total, out.findings, None if expected is None else expected.fields())
     finally:
         os.close(fd)
 
@@ -247,7 +259,8 @@ def merge(job: Job, options: Options, plan_: Plan, parts: Sequence[RangePart], d
     result = FileResult(
         path=display, model=model, profile=options.profile.value, policy=None if policy is None else policy.source
     )
-    if any(p.stamp != plan_.stamp for p in parts) or digest.stamp != plan_.stamp:
+    # Tasks may run on other machines: their device numbers may differ.
+    if not all(same_file(s, plan_.stamp, device=False) for s in (*(p.stamp for p in parts), digest.stamp)):
         result.error = f"{display}: the file changed while it was scanned"
         return result
     totals: dict[str, Any] = {
@@ -270,6 +283,9 @@ def merge(job: Job, options: Options, plan_: Plan, parts: Sequence[RangePart], d
     result.sha256 = digest.sha256
     result.bytes_read = digest.bytes_read
     result.deep = totals
+    result.stamp = plan_.stamp
+    result.header_span, result.header_sha256 = plan_.header_span, plan_.header_sha256
+    result.checked = digest.checked
     # Capped and grouped exactly as a whole-file scan_file does.
     kept, dropped = cap_per_rule(findings)
     finish_items(result, kept, dropped, policy)

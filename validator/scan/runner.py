@@ -113,7 +113,8 @@ def run(
     try:
         if cache is not None:
             identities = [None if "://" in job.path else local_identity(job.path) for job in jobs]
-            lookup = Lookup(cache, jobs, options, identities)
+            remote_workers = settings.client is not None or settings.cluster is not None
+            lookup = Lookup(cache, jobs, options, identities, same_host=not remote_workers)
             for i, result in lookup.hits.items():
                 per_job[i] = result
         todo = [i for i in range(len(jobs)) if per_job[i] is None]
@@ -133,7 +134,9 @@ def run(
     if lookup is not None:
         sys.stderr.write(
             f"stcheck: results cache {'' if cache is None else cache.url}: "
-            f"{len(lookup.hits)} of {len(jobs)} files unchanged and not read again; {lookup.stored} stored\n"
+            f"{len(lookup.hits)} of {len(jobs)} files unchanged and not read again; {lookup.stored} stored"
+            + (f"; {lookup.changed} not stored: changed while scanned" if lookup.changed else "")
+            + "\n"
         )
     return [r for job, result in zip(jobs, per_job, strict=True) if result is not None for r in expand(job, result)]
 
