@@ -180,7 +180,11 @@ def test_hostile_hub_file_names_never_reach_the_terminal_raw(hub, server, tmp_pa
     code, stdout, stderr = run_cli(
         capsys, "download", "hf://org/evil", "-o", str(tmp_path / "out"), "--progress", "always"
     )
-    assert code in {0, 1}, stderr
+    # unsafe_shard_name refuses names with control characters before any byte
+    # is fetched: a usage error (exit 2) whose one line is escaped.
+    assert code == 2, stderr
+    assert "refusing to write" in stderr
+    assert not (tmp_path / "out").exists()
     assert_no_raw_control(stdout)
     assert_no_raw_control(stderr)
 
