@@ -142,6 +142,19 @@ def name_kind(name: str) -> str | None:
     return None
 
 
+def listed_kind(name: str) -> tuple[str, str | None]:
+    """(kind, warning or None) of a file known by its name alone, as in a
+    repository listing: nothing of it is read, so a .bin file is only
+    "pickle or raw weights"."""
+    low = os.path.basename(name).lower()
+    if low.endswith(PICKLE_NAMES):
+        return "pickle", "a pickle by its name: loading it can run arbitrary code"
+    if low.endswith(".bin"):
+        return "pickle or raw weights", "a .bin file (a pickle when torch.save wrote it): loading it can run code"
+    kind = name_kind(low) or "other"
+    return kind, "custom code: `trust_remote_code=True` would run it" if kind == "Python" else None
+
+
 def safetensors_copy(name: str, siblings: Collection[str]) -> str | None:
     """The sibling that holds a pickle's weights as safetensors, or None.
 

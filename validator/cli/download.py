@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from validator._errors import SourceError
 from validator._rules import Profile
 from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
+from validator.cli.targets import listing_lines
 
 if TYPE_CHECKING:
     import argparse
@@ -82,6 +83,7 @@ def run_download(args: argparse.Namespace) -> int:
             print(f"stcheck download: {exc}", file=sys.stderr)
             return EXIT_ERROR
     options = default_options(timeout=args.timeout, concurrency=args.concurrency)
+    listed: list[str] = []  # the repository's files (hook: validator.cli.targets.listing_lines)
     try:
         done = download(
             args.source,
@@ -91,6 +93,7 @@ def run_download(args: argparse.Namespace) -> int:
             deep=not args.no_deep,
             options=options,
             progress=_Progress(args.progress),
+            listing=listed.extend,
         )
     except DownloadRefused as exc:
         for where, finding in exc.findings:
@@ -106,4 +109,6 @@ def run_download(args: argparse.Namespace) -> int:
         checked = f"sha256 checked against {item.expected}" if item.expected else "no expected digest known"
         print(f"{item.path}: {item.size:,} bytes, sha256 {item.sha256} ({checked})")
     print(f"{len(done)} file{'s' if len(done) != 1 else ''} downloaded into {args.output}")
+    for line in listing_lines(listed, args.source):
+        print(line)
     return EXIT_OK

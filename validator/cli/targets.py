@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from validator._check import Checker
 from validator._display import encodable, escape_line, escape_path, finding_line
 from validator._errors import SourceError
+from validator._kinds import listed_kind, safetensors_copy
 from validator._rules import Severity
 from validator._validate import validate
 from validator._walk import count_kinds, judge_others, kinds_line, walk
@@ -205,6 +206,43 @@ def checkpoint_json(index: IndexReport) -> dict[str, Any]:
         "shards": [r.path for r in index.shards.values()],
         "summary": summarize(index.weight_map or {}, index.shards).to_json(),
     }
+
+
+# -- download ----------------------------------------------------------------
+
+
+def listing_lines(names: Sequence[str], source: str) -> list[str]:
+    """What `stcheck download` of a repository or folder leaves behind, from
+    the hub's listing (``names``): a line for each pickle and Python file and
+    a count per kind of the rest; nothing for a single-file source."""
+    from validator.remote._hub import is_hf, parse_hf  # noqa: PLC0415 - only for hf:// sources
+
+    if not is_hf(source):
+        return []
+    folder = parse_hf(source).path.strip("/")
+    if folder.endswith(SUFFIX) or _is_index(folder):
+        return []
+    left = [
+        n for n in names if (not folder or n.startswith(folder + "/")) and not n.endswith(SUFFIX) and not _is_index(n)
+    ]
+    siblings: dict[str, set[str]] = {}
+    for name in names:
+        siblings.setdefault(posixpath.dirname(name), set()).add(posixpath.basename(name))
+    lines = []
+    counts: dict[str, int] = {}
+    for name in left:
+        kind, warning = listed_kind(name)
+        counts[kind] = counts.get(kind, 0) + 1
+        if warning is None:
+            continue
+        copy = None if kind == "Python" else safetensors_copy(name, siblings[posixpath.dirname(name)])
+        note = f"; {copy} is a safetensors copy" if copy is not None else ""
+        lines.append(escape_line(f"{name}: not downloaded: {warning}{note}"))
+    if counts:
+        parts = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+        total = sum(counts.values())
+        lines.append(escape_line(f"not downloaded (not safetensors): {total} file{'s' if total != 1 else ''}: {parts}"))
+    return lines
 
 
 # -- inspect -----------------------------------------------------------------
