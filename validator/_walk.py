@@ -21,7 +21,7 @@
 # The walk uses an explicit stack (no recursion limit on deep trees) and
 # returns its entries sorted by path, the order every report uses.
 # Paths are str, handled with os.path as in the rest of the package.
-# ruff: noqa: PTH110, PTH115, PTH116, PTH118, PTH119, PTH120
+# ruff: noqa: PTH110, PTH115, PTH116, PTH119, PTH120
 from __future__ import annotations
 
 import os
@@ -165,21 +165,28 @@ class _Walk:
                 continue
             self.tree.names[folder] = frozenset(e.name for e in entries)
             for entry in entries:
-                self._entry(entry, os.path.join(folder, entry.name), ancestors, outside=outside)
+                self._entry(entry, entry.path, ancestors, outside=outside)
 
     def _entry(self, entry: os.DirEntry[str], path: str, ancestors: tuple[_Key, ...], *, outside: bool) -> None:
+        # The directory entry's type (d_type) answers for plain files and
+        # folders without a stat call; links and special files are stat'ed.
         try:
-            target = entry.stat(follow_symlinks=False)
+            if not entry.is_symlink():
+                if entry.is_file(follow_symlinks=False):
+                    self.tree.found.append(Found(path, path, _entry_kind(entry.name, self.is_index), outside))
+                    return
+                target = entry.stat(follow_symlinks=False)
+                linked = False
+                real = path
+            else:
+                followed = self._follow(path, outside=outside)
+                if followed is None:
+                    return
+                target, real, outside = followed
+                linked = True
         except OSError as exc:
             self.tree.found.append(Found(path, path, "unreadable", outside, exc.strerror or str(exc)))
             return
-        linked = stat.S_ISLNK(target.st_mode)
-        real = path
-        if linked:
-            followed = self._follow(path, outside=outside)
-            if followed is None:
-                return
-            target, real, outside = followed
         if stat.S_ISDIR(target.st_mode):
             self._folder(entry.name, path, (target.st_dev, target.st_ino), ancestors, outside=outside, linked=linked)
         elif stat.S_ISREG(target.st_mode):
