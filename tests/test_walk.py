@@ -167,6 +167,12 @@ def test_a_folder_of_pickles_alone_is_judged_not_called_empty(tmp_path, capsys):
     rc, out, err = _run(capsys, "check", str(tmp_path / "n"))
     assert rc == 2  # nothing to check there: a run that judged nothing does not pass
     assert "no *.safetensors file in this directory or below it (1 other file: 1 JSON)" in err
+    rc, _, err = _run(capsys, "inspect", str(tmp_path / "n"))
+    assert rc == 2
+    assert "a directory with no *.safetensors file or index" in err
+    rc, out, _ = _run(capsys, "inspect", str(tmp_path / "m"))
+    assert rc == 1
+    assert "model.ckpt: ST701 pickle-file" in out
 
 
 # --- the classifier alone ------------------------------------------------------------

@@ -266,7 +266,8 @@ def inspect_target(args: argparse.Namespace) -> int | None:
             checked.links.extend(part.links)
     except SourceError as exc:
         errors.append(str(exc))
-    if not errors and not checked.reports and not checked.checkpoints and not checked.others and not checked.links:
+    judged = checked.links or any(o.findings for o in checked.others)
+    if not errors and not checked.reports and not checked.checkpoints and not judged:
         errors.append(f"{path}: not a regular file (a directory with no *.safetensors file or index)")
     for message in errors:
         print(escape_line(f"stcheck: {message}"), file=sys.stderr)
