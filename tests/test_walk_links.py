@@ -11,7 +11,7 @@ import json
 import os
 import subprocess
 import sys
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 import pytest
 from scan_fixtures import build, clean_file, f32, fake_hf_cache, sha256, write
@@ -19,9 +19,6 @@ from scan_fixtures import build, clean_file, f32, fake_hf_cache, sha256, write
 from validator._walk import walk
 from validator.cli.main import main
 from validator.io.index import is_index_name
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 INVALID = b"\x01\x02"
 
@@ -75,6 +72,28 @@ def test_a_symlinked_folder_is_followed_and_its_link_out_flagged(tmp_path, capsy
             ],
         }
     ]
+
+
+def test_json_reports_of_links_and_other_files_validate(tmp_path, capsys):
+    from jsonschema import Draft202012Validator
+
+    schema = json.loads((Path(__file__).resolve().parent.parent / "spec" / "report.schema.json").read_text())
+    root = tmp_path / "m"
+    write(root / "model.safetensors", clean_file())
+    write(root / "training_args.bin", b"\x80\x04\x95\x05\x00\x00\x00\x00\x00\x00\x00}\x94.")
+    write(root / "modeling.py", b"")
+    (root / "out").symlink_to(tmp_path)
+    (root / "sub").mkdir()
+    (root / "sub" / "up").symlink_to("..")
+    rc, out, _ = _run(capsys, "check", "--format", "json", str(root))
+    assert rc == 1
+    doc = json.loads(out)
+    Draft202012Validator(schema).validate(doc)
+    assert [link["findings"][0]["rule"] for link in doc["links"]] == ["link-leaves-root", "link-loop"]
+    rc, doc = _scan(capsys, str(root))
+    assert rc == 1
+    Draft202012Validator(schema).validate(doc)
+    assert sorted(f["kind"] for f in doc["files"]) == ["link", "link", "other", "other", "safetensors"]
 
 
 def test_a_link_inside_the_root_is_not_flagged(tmp_path, capsys):

@@ -29,6 +29,7 @@ def link_result(
         path=path,
         model=model,
         kind="link",
+        file_size=0,  # the link itself holds no bytes to judge
         items=apply_policy([finding], policy),
         profile=profile,
         policy=None if policy is None else policy.source,
