@@ -18,7 +18,6 @@ from validator._errors import SourceError
 from validator._group import group_per_tensor
 from validator._rules import RULES, Profile, Severity
 from validator._validate import validate
-from validator._walk import count_kinds, kinds_line
 from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
 from validator.cli.targets import (
     Checked,
@@ -124,7 +123,7 @@ def _summary_line(
     bad_checkpoints = sum(not c.valid for c in checkpoints)
     n_err, n_warn = _counts(reports, checkpoints, walked)
     n_sup = sum(r.suppressed for r in reports)
-    others = kinds_line(count_kinds(walked.others))
+    others = _others_line(walked)
     return (
         f"{len(reports)} file{'s' if len(reports) != 1 else ''} checked ({args.profile}): "
         f"{len(reports) - invalid} valid, {invalid} invalid; {n_err} errors, {n_warn} warnings"
@@ -133,6 +132,20 @@ def _summary_line(
         + (f"; {len(checkpoints)} checkpoints, {bad_checkpoints} invalid" if checkpoints else "")
         + (f"; {others}" if others else "")
     )
+
+
+def _others_line(walked: Checked) -> str:
+    if not walked.others:
+        return ""
+    from validator._walk import count_kinds, kinds_line  # noqa: PLC0415 - only when a folder was walked
+
+    return kinds_line(count_kinds(walked.others))
+
+
+def _other_counts(walked: Checked) -> dict[str, int]:
+    from validator._walk import count_kinds  # noqa: PLC0415 - only when a folder was walked
+
+    return count_kinds(walked.others)
 
 
 def _walked_findings(walked: Checked) -> list[Finding]:
@@ -211,7 +224,7 @@ def run_check(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one bra
                 "warnings": n_warn,
                 "suppressed": sum(r.suppressed for r in reports),
                 "unreadable": [m if encodable(m) else escape_line(m) for m in errors],
-                **({"other_files": count_kinds(walked.others)} if walked.others else {}),
+                **({"other_files": _other_counts(walked)} if walked.others else {}),
             },
         }
         json.dump(doc, sys.stdout, indent=2)

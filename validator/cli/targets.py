@@ -21,10 +21,8 @@ from typing import TYPE_CHECKING, Any
 from validator._check import Checker
 from validator._display import encodable, escape_line, escape_path, finding_line
 from validator._errors import SourceError
-from validator._kinds import listed_kind, safetensors_copy
 from validator._rules import Severity
 from validator._validate import validate
-from validator._walk import count_kinds, judge_others, kinds_line, walk
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -99,6 +97,8 @@ def _named_shards(index: str) -> set[str]:
 def _folder_targets(path: str, errors: list[str], *, empty_is_error: bool) -> Iterator[Target]:
     """A directory's targets (validator._walk): link findings, its indexes,
     the *.safetensors files no index names, then every other file."""
+    from validator._walk import count_kinds, judge_others, kinds_line, walk  # noqa: PLC0415 - only for folders
+
     tree = walk(path, is_index=_is_index)
     errors.extend(tree.unreadable())
     indexes = tree.of_kind("index")
@@ -215,7 +215,8 @@ def listing_lines(names: Sequence[str], source: str) -> list[str]:
     """What `stcheck download` of a repository or folder leaves behind, from
     the hub's listing (``names``): a line for each pickle and Python file and
     a count per kind of the rest; nothing for a single-file source."""
-    from validator.remote._hub import is_hf, parse_hf  # noqa: PLC0415 - only for hf:// sources
+    from validator._kinds import listed_kind, safetensors_copy  # noqa: PLC0415 - only for hf:// sources
+    from validator.remote._hub import is_hf, parse_hf  # noqa: PLC0415 - as above
 
     if not is_hf(source):
         return []
@@ -374,6 +375,8 @@ def _inspect_text(checked: Checked) -> None:  # noqa: C901 - one branch per kind
 
 
 def _inspect_others(checked: Checked) -> None:
+    from validator._walk import count_kinds, kinds_line  # noqa: PLC0415 - only for folders
+
     for other in checked.others:
         print(f"{escape_path(other.path)}: {other.size:,} bytes, {other.kind}")
     for line in other_lines(checked):
