@@ -239,6 +239,8 @@ def hf_cache_walk(cache: str, errors: list[str]) -> HubWalk:  # noqa: C901 - one
         snapshots = os.path.join(folder, "snapshots")
         for revision in sorted(os.listdir(snapshots)):
             top = os.path.join(snapshots, revision)
+            if not os.path.isdir(top):  # a stray file (.DS_Store): not a revision
+                continue
 
             def display(path: str, top: str = top, revision: str = revision, repo: str = repo) -> str:
                 return f"{repo}@{revision[:12]}/{os.path.relpath(path, top).replace(os.sep, '/')}"
