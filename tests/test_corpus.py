@@ -80,7 +80,9 @@ def test_corpus_size_and_naming():
 SCAN_REGIONS = frozenset({"deep", "integrity", "policy"})
 # Sharded-checkpoint rules (ST5xx) judge an index file against the shards
 # beside it, not one file; their fixtures are built in tests/test_index.py.
-NOT_SINGLE_FILE = SCAN_REGIONS | {"index"}
+# Folder rules (ST7xx) judge a walked folder's other files and links; their
+# fixtures are built in tests/test_walk.py and test_walk_links.py.
+NOT_SINGLE_FILE = SCAN_REGIONS | {"index", "folder"}
 
 
 def test_every_rule_has_a_corpus_file():

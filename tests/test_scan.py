@@ -36,10 +36,14 @@ def test_directory_is_scanned_recursively_and_in_order(tmp_path, capsys):
     rc, doc = scan_json(capsys, "-j", "2", str(tmp_path))
     assert rc == 1
     paths = [f["path"].removeprefix(str(tmp_path) + "/") for f in doc["files"]]
-    assert paths == ["a.safetensors", "b/bad.safetensors", "b/deep/z.safetensors"]
-    assert [f["valid"] for f in doc["files"]] == [True, False, True]
+    # Every file below gets a verdict: the text file is listed by its kind.
+    assert paths == ["a.safetensors", "b/bad.safetensors", "b/deep/z.safetensors", "b/notes.txt"]
+    assert [f["valid"] for f in doc["files"]] == [True, False, True, True]
+    assert [f["kind"] for f in doc["files"]] == ["safetensors", "safetensors", "safetensors", "other"]
+    assert doc["files"][3]["file_kind"] == "text"
     assert doc["files"][1]["findings"][0]["rule"] == "file-too-small"
     assert doc["summary"]["files"] == 3
+    assert doc["summary"]["other_files"] == {"text": 1}
     assert doc["summary"]["findings_by_rule"] == {"ST101 file-too-small": 1}
 
 
@@ -104,6 +108,7 @@ def test_checksums_file(tmp_path, capsys):
         "bad.safetensors": [("checksum-mismatch", "error")],
         "good.safetensors": [],
         "unlisted.safetensors": [("checksum-missing", "warning")],
+        "SHA256SUMS": [],  # the list itself: judged (text), never asked to list its own digest
     }
     assert bad.read_bytes() == clean_file()  # never written to
 

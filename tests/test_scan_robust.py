@@ -107,27 +107,28 @@ def _project(root: Path, dtype_ban: str) -> Path:
     return write(root / "models" / "m.safetensors", f64_file())
 
 
-def test_policy_is_found_from_the_scanned_path_not_the_working_directory(tmp_path, capsys, monkeypatch):
+def test_policy_is_found_from_the_working_directory_not_the_scanned_path(tmp_path, capsys, monkeypatch):
     path = _project(tmp_path / "proj", "F64")
     monkeypatch.chdir("/")
+    rc, doc, _ = scan_json(capsys, str(path))
+    assert rc == 0  # the project's pyproject.toml is not the working directory's
+    assert doc["policy"] is None
+    monkeypatch.chdir(tmp_path / "proj" / "models")  # below the project: found upward
     rc, doc, _ = scan_json(capsys, str(path))
     assert rc == 1
     assert doc["policy"] == f"{tmp_path / 'proj' / 'pyproject.toml'} [tool.stcheck]"
     assert [f["rule"] for f in doc["files"][0]["findings"]] == ["policy-dtype-forbidden"]
 
 
-def test_each_path_gets_its_nearest_policy(tmp_path, capsys, monkeypatch):
+def test_one_policy_for_every_path(tmp_path, capsys, monkeypatch):
     strict = _project(tmp_path / "a", "F64")
     lenient = _project(tmp_path / "b", "F16")
-    monkeypatch.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path / "a")
     rc, doc, _ = scan_json(capsys, str(strict), str(lenient))
     assert rc == 1
-    assert [len(f["findings"]) for f in doc["files"]] == [1, 0]
-    assert [f["policy"] for f in doc["files"]] == [
-        f"{tmp_path / 'a' / 'pyproject.toml'} [tool.stcheck]",
-        f"{tmp_path / 'b' / 'pyproject.toml'} [tool.stcheck]",
-    ]
-    assert len(doc["policies"]) == 2
+    assert [len(f["findings"]) for f in doc["files"]] == [1, 1]
+    assert [f["policy"] for f in doc["files"]] == [f"{tmp_path / 'a' / 'pyproject.toml'} [tool.stcheck]"] * 2
+    assert len(doc["policies"]) == 1
 
 
 def test_every_format_names_the_policy_in_force(tmp_path, capsys, monkeypatch):

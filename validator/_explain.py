@@ -304,6 +304,24 @@ EXAMPLES: Final[dict[str, Example]] = {
     "policy-dtype-forbidden": Example(
         "Convert the tensor, or allow its dtype in the policy.", text='forbidden_dtypes = ["F64"] and an F64 tensor'
     ),
+    # -- folders: other files and links ---------------------------------------------------
+    "pickle-file": Example(
+        "Delete the pickle when a safetensors copy is there, or load with use_safetensors=True; never torch.load "
+        "a pickle of unknown origin (a scan policy can ignore the rule, with a reason, for pickles you trust).",
+        text="model/pytorch_model.bin (a torch.save pickle) beside model/model.safetensors",
+    ),
+    "custom-code": Example(
+        "Read the code before passing trust_remote_code=True, or load without it.",
+        text="model/modeling_custom.py, which from_pretrained(..., trust_remote_code=True) imports and runs",
+    ),
+    "link-leaves-root": Example(
+        "Copy the file into the folder, or check the folder the link points to by its own name.",
+        text="model/model.safetensors -> /home/user/other/model.safetensors",
+    ),
+    "link-loop": Example(
+        "Remove the link; each folder is walked once, so its files are reported once.",
+        text="model/sub/up -> .. (a link back to a folder that holds it)",
+    ),
     "policy-metadata-missing": Example(
         "Write the key into __metadata__ when saving.", text='required_metadata = ["format"] and no "format" key'
     ),

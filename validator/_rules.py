@@ -157,6 +157,13 @@ _TABLE: Final[tuple[tuple[str, str, str, Severity, frozenset[Profile], str | Non
     ("ST613", "checksum-file-missing", "a file the checksum list names is not on disk", _E, BOTH, None, "integrity"),
     ("ST614", "download-incomplete", "a hub cache holds an interrupted download (a .incomplete blob)", _E, BOTH, None, "integrity"),
     ("ST620", "scan-timeout", "file was not scanned within the per-file time limit", _E, BOTH, None, "policy"),
+    #
+    # What a folder holds besides safetensors files, and how it is walked (ST7xx):
+    # reported by `check`, `scan` and `inspect` for directories and hub caches.
+    ("ST701", "pickle-file", "a pickle or PyTorch ZIP file: loading it can run arbitrary code", _E, BOTH, None, "folder"),
+    ("ST702", "custom-code", "a Python file: trust_remote_code=True would run it", _W, BOTH, None, "folder"),
+    ("ST703", "link-leaves-root", "a symlink below the folder or hub cache given resolves outside it", _E, BOTH, None, "folder"),
+    ("ST704", "link-loop", "a folder link leads to a folder already walked, so it is not walked again", _W, BOTH, None, "folder"),
 )
 
 RULES: Final[tuple[Rule, ...]] = tuple(Rule(*row) for row in _TABLE)

@@ -20,12 +20,15 @@ from validator._rules import RULES, Profile, Severity
 from validator._validate import validate
 from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
 from validator.cli.targets import (
+    Checked,
     add_remote_options,
     check_target,
     checkpoint_heading,
     checkpoint_json,
     expand_targets,
     inspect_target,
+    other_lines,
+    others_json,
 )
 
 if TYPE_CHECKING:
@@ -52,7 +55,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         ),
         epilog="Exit codes: 0 every file valid, 1 a file is invalid, 2 usage or I/O error (also: no file found).",
     )
-    p.add_argument("paths", nargs="+", metavar="PATH", help="files, or directories searched for *.safetensors")
+    p.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="files, or directories (every file below is judged; links are followed)",
+    )
     p.add_argument("--profile", choices=[p.value for p in Profile], default="strict", help=_PROFILE_HELP)
     p.add_argument("--format", choices=["text", "json"], default="text", help="output format (default text)")
     p.add_argument("--no-warnings", action="store_true", help="do not print warnings")
@@ -105,26 +113,59 @@ def report_json(report: Report) -> dict[str, Any]:
 
 
 def _summary_line(
-    args: argparse.Namespace, reports: Sequence[Report], checkpoints: Sequence[IndexReport], errors: Sequence[str]
+    args: argparse.Namespace,
+    reports: Sequence[Report],
+    checkpoints: Sequence[IndexReport],
+    errors: Sequence[str],
+    walked: Checked,
 ) -> str:
     invalid = sum(not r.valid for r in reports)
     bad_checkpoints = sum(not c.valid for c in checkpoints)
-    n_err = sum(len(r.errors) for r in reports) + sum(len(c.errors) for c in checkpoints)
-    n_warn = sum(len(r.warnings) for r in reports) + sum(len(c.warnings) for c in checkpoints)
+    n_err, n_warn = _counts(reports, checkpoints, walked)
     n_sup = sum(r.suppressed for r in reports) + sum(c.suppressed for c in checkpoints)
+    others = _others_line(walked)
     return (
         f"{len(reports)} file{'s' if len(reports) != 1 else ''} checked ({args.profile}): "
         f"{len(reports) - invalid} valid, {invalid} invalid; {n_err} errors, {n_warn} warnings"
         + (f"; {n_sup} more findings not listed (1000 per rule kept)" if n_sup else "")
         + (f"; {len(errors)} unreadable" if errors else "")
         + (f"; {len(checkpoints)} checkpoints, {bad_checkpoints} invalid" if checkpoints else "")
+        + (f"; {others}" if others else "")
     )
+
+
+def _others_line(walked: Checked) -> str:
+    if not walked.others:
+        return ""
+    from validator._walk import count_kinds, kinds_line  # noqa: PLC0415 - only when a folder was walked
+
+    return kinds_line(count_kinds(walked.others))
+
+
+def _other_counts(walked: Checked) -> dict[str, int]:
+    from validator._walk import count_kinds  # noqa: PLC0415 - only when a folder was walked
+
+    return count_kinds(walked.others)
+
+
+def _walked_findings(walked: Checked) -> list[Finding]:
+    return [f for _, f in walked.links] + [f for o in walked.others for f in o.findings]
+
+
+def _counts(reports: Sequence[Report], checkpoints: Sequence[IndexReport], walked: Checked) -> tuple[int, int]:
+    """(errors, warnings) of every file, checkpoint, other file and link."""
+    extra = _walked_findings(walked)
+    errors = sum(len(r.errors) for r in reports) + sum(len(c.errors) for c in checkpoints)
+    warnings = sum(len(r.warnings) for r in reports) + sum(len(c.warnings) for c in checkpoints)
+    n_extra_err = sum(f.severity is Severity.ERROR for f in extra)
+    return errors + n_extra_err, warnings + len(extra) - n_extra_err
 
 
 def run_check(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one branch per output mode and exit code
     errors: list[str] = []
     reports: list[Report] = []
     checkpoints: list[IndexReport] = []
+    walked = Checked()  # a folder's other files and links (validator._walk)
     text = args.format == "text"
     # Hook (validator.cli.targets): files, indexes, directories and remote sources.
     for target in expand_targets(args.paths, errors):
@@ -134,6 +175,11 @@ def run_check(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one bra
             errors.append(str(exc))
             continue
         checkpoints.extend(checked.checkpoints)
+        walked.others.extend(checked.others)
+        walked.links.extend(checked.links)
+        if text:
+            for line in other_lines(checked, warnings=not args.no_warnings):
+                sys.stdout.write(line + "\n")
         if text:
             for index in checked.checkpoints:
                 print(checkpoint_heading(index))
@@ -152,30 +198,34 @@ def run_check(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one bra
         _err(message)
     invalid = sum(not r.valid for r in reports)
     bad_checkpoints = sum(not c.valid for c in checkpoints)
+    bad_walked = any(f.severity is Severity.ERROR for f in _walked_findings(walked))
     if text:
-        print(_summary_line(args, reports, checkpoints, errors))
+        print(_summary_line(args, reports, checkpoints, errors, walked))
     else:
+        n_err, n_warn = _counts(reports, checkpoints, walked)
         doc = {
             "tool": "stcheck",
             "version": __version__,
             "profile": args.profile,
             "files": [report_json(r) for r in reports],
             **({"checkpoints": [checkpoint_json(c) for c in checkpoints]} if checkpoints else {}),
+            **others_json(walked.others, walked.links),
             "summary": {
                 "files": len(reports),
                 "valid": len(reports) - invalid,
                 "invalid": invalid,
-                "errors": sum(len(r.errors) for r in reports) + sum(len(c.errors) for c in checkpoints),
-                "warnings": sum(len(r.warnings) for r in reports) + sum(len(c.warnings) for c in checkpoints),
+                "errors": n_err,
+                "warnings": n_warn,
                 "suppressed": sum(r.suppressed for r in reports) + sum(c.suppressed for c in checkpoints),
                 "unreadable": [m if encodable(m) else escape_line(m) for m in errors],
+                **({"other_files": _other_counts(walked)} if walked.others else {}),
             },
         }
         json.dump(doc, sys.stdout, indent=2)
         sys.stdout.write("\n")
     if errors:
         return EXIT_ERROR
-    return EXIT_INVALID if invalid or bad_checkpoints else EXIT_OK
+    return EXIT_INVALID if invalid or bad_checkpoints or bad_walked else EXIT_OK
 
 
 def _fmt_table(rows: list[list[str]], headers: list[str]) -> str:

@@ -19,6 +19,7 @@ from validator._display import escape_line, escape_path
 from validator._errors import SourceError
 from validator._rules import Profile
 from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
+from validator.cli.targets import listing_lines
 
 if TYPE_CHECKING:
     import argparse
@@ -83,6 +84,7 @@ def run_download(args: argparse.Namespace) -> int:
         except ValueError as exc:
             return _error(str(exc))
     options = default_options(timeout=args.timeout, concurrency=args.concurrency)
+    listed: list[str] = []  # the repository's files (hook: validator.cli.targets.listing_lines)
     try:
         done = download(
             args.source,
@@ -92,6 +94,7 @@ def run_download(args: argparse.Namespace) -> int:
             deep=not args.no_deep,
             options=options,
             progress=_Progress(args.progress),
+            listing=listed.extend,
         )
     except DownloadRefused as exc:
         for where, finding in exc.findings:
@@ -106,6 +109,8 @@ def run_download(args: argparse.Namespace) -> int:
         checked = f"sha256 checked against {item.expected}" if item.expected else "no expected digest known"
         print(escape_line(f"{escape_path(item.path)}: {item.size:,} bytes, sha256 {item.sha256} ({checked})"))
     print(f"{len(done)} file{'s' if len(done) != 1 else ''} downloaded into {escape_path(args.output)}")
+    for line in listing_lines(listed, args.source):
+        print(line)
     return EXIT_OK
 
 

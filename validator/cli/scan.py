@@ -12,7 +12,7 @@
 # unreadable file, or nothing to scan at all (an empty directory, a
 # mistyped path): a scan that did no work never passes.
 # Paths are str, handled with os.path as in the rest of the package.
-# ruff: noqa: PTH100, PTH112, PTH120, PTH123
+# ruff: noqa: PTH123
 from __future__ import annotations
 
 import argparse
@@ -29,22 +29,24 @@ from validator._display import escape_line
 from validator._errors import SourceError
 from validator._rules import Profile, Severity
 from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
-from validator.cli.targets import add_remote_options, scan_plan
+from validator.cli.targets import REMOTE_PREFIXES, add_remote_options, scan_plan
 from validator.scan import runner as scale
 from validator.scan.engine import (
     DEFAULT_CHUNK,
+    HubWalk,
     Job,
     Options,
     default_hf_cache,
-    hf_cache_jobs,
+    hf_cache_walk,
     run_jobs,
     stderr_is_tty,
     total_size,
 )
 from validator.scan.formats import FORMATS, human, write
 from validator.scan.integrity import Checksums, normalise_sha256, read_checksums
-from validator.scan.policy import Policy, PolicyError, find_pyproject_policy, load_policy
+from validator.scan.policy import Policy, PolicyError, discover_policy, load_policy
 from validator.scan.progress import rich_progress
+from validator.scan.verdicts import attach, link_result
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -60,11 +62,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="vet downloads: validate, deep-check contents, verify checksums, apply a policy",
         description=(
             "Scan files and directories, recursively and in parallel, for invalid or suspicious files.  "
-            "Without --policy, the [tool.stcheck] table of the pyproject.toml nearest each scanned path applies."
+            "Without --policy, the [tool.stcheck] table of the nearest pyproject.toml from the working directory "
+            "upward applies, never one inside a scanned path: configuration comes from the user, not the download."
         ),
         epilog="Exit codes: 0 clean, 1 findings at error severity, 2 usage or I/O error (also: nothing to scan).",
     )
-    p.add_argument("paths", nargs="*", metavar="PATH", help="files or directories (searched for *.safetensors)")
+    p.add_argument(
+        "paths", nargs="*", metavar="PATH", help="files or directories (every file below is judged; links followed)"
+    )
     p.add_argument(
         "--hf-cache",
         nargs="?",
@@ -84,9 +89,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--policy",
         metavar="FILE.toml",
-        help="policy file for every path (default: [tool.stcheck] of the pyproject.toml nearest each path)",
+        help="policy file (default: [tool.stcheck] of the nearest pyproject.toml from the working directory up, "
+        "never one inside a scanned path)",
     )
-    p.add_argument("--no-config", action="store_true", help="ignore pyproject.toml files")
+    p.add_argument("--no-config", action="store_true", help="read no pyproject.toml: no policy unless --policy")
     p.add_argument(
         "--profile",
         choices=[p.value for p in Profile],
@@ -213,44 +219,34 @@ def _bar(mode: str, total: int, files: int) -> Iterator[Callable[[int], None] | 
         yield advance
 
 
-def _policies(args: argparse.Namespace, paths: list[str]) -> Callable[[str], Policy | None]:
-    """Which policy applies to a scanned path: --policy for all, else the
-    [tool.stcheck] of the nearest pyproject.toml above the path (as ruff
-    finds its configuration), else none."""
+def _policy(args: argparse.Namespace, scanned: list[str]) -> Policy | None:
+    """The one policy in force: --policy FILE, else the [tool.stcheck] of the
+    nearest pyproject.toml from the working directory upward that lies inside
+    no scanned path (configuration comes from the user, never from what is
+    vetted), else none.  A candidate passed over is named in one line."""
     if args.policy:
-        given = load_policy(args.policy)
-        return lambda _path: given
+        return load_policy(args.policy)
     if args.no_config:
-        return lambda _path: None
-    found: dict[str, Policy | None] = {}
-    roots = set(paths)  # only these may be directories; every other path is a file found under them
-    by_parent: dict[str, Policy | None] = {}
-
-    def lookup(path: str) -> Policy | None:
-        if path in roots and os.path.isdir(path):
-            folder = path
-        else:
-            parent = os.path.dirname(path)  # files of one folder share it: one abspath per folder
-            if parent in by_parent:
-                return by_parent[parent]
-            folder = os.path.dirname(os.path.abspath(path))
-        if folder not in found:
-            found[folder] = find_pyproject_policy(folder)
-        if folder != path:
-            by_parent[os.path.dirname(path)] = found[folder]
-        return found[folder]
-
-    for path in paths:  # parse every policy before the scan starts: a bad one is a usage error
-        lookup(path)
-    return lookup
+        return None
+    found = discover_policy([p for p in scanned if not p.startswith(REMOTE_PREFIXES)])
+    for candidate in found.passed_over:
+        sys.stderr.write(
+            escape_line(
+                f"stcheck scan: not reading {candidate}: it lies inside a scanned path, and configuration "
+                "comes from the user, never from what is vetted (give it with --policy to use it)"
+            )
+            + "\n"
+        )
+    return found.policy
 
 
-def _hf_jobs(args: argparse.Namespace, errors: list[str], policy_for: Callable[[str], Policy | None]) -> list[Job]:
+def _hf_jobs(args: argparse.Namespace, errors: list[str], policy: Policy | None) -> HubWalk:
     if args.hf_cache is None:
-        return []
+        return HubWalk()
     cache = args.hf_cache or default_hf_cache()
-    policy = policy_for(cache) if os.path.isdir(cache) else None
-    return [replace(job, policy=policy) for job in hf_cache_jobs(cache, errors)]
+    found = hf_cache_walk(cache, errors)
+    found.jobs = [replace(job, policy=policy) for job in found.jobs]
+    return found
 
 
 def _missing_listed(checksums: Checksums | None) -> list[Job]:
@@ -269,24 +265,29 @@ def run_scan(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one bran
         return _fail("--deep needs numpy: pip install numpy (or install stcheck with its scan extra)")
     errors: list[str] = []
     try:
-        policy_for = _policies(
+        policy = _policy(
             args, [*args.paths, *([args.hf_cache or default_hf_cache()] if args.hf_cache is not None else [])]
         )
         checksums = read_checksums(args.checksums) if args.checksums else None
         sha256 = normalise_sha256(args.sha256) if args.sha256 else None
         # Hook (validator.cli.targets): indexes, directories holding them, and remote sources.
-        plan = scan_plan(args.paths, args.profile, policy_for, errors, args)
-        jobs = _hf_jobs(args, errors, policy_for)
+        # The checksum list cannot list itself: it is judged, not verified.
+        own = frozenset({os.path.realpath(args.checksums)} if args.checksums else ())
+        plan = scan_plan(args.paths, args.profile, policy, errors, args, not_read=own)
+        hub = _hf_jobs(args, errors, policy)
     except (PolicyError, SourceError, ValueError) as exc:
         return _fail(str(exc))
-    jobs += [Job(path, ((path, None),), policy=policy_for(path)) for path in plan.paths]
+    jobs = hub.jobs + [
+        Job(path, ((path, None),), policy=policy, validate=path not in plan.others) for path in plan.paths
+    ]
     if sha256 is not None and len(jobs) != 1:
         return _fail(f"--sha256 names the digest of one file, but {len(jobs)} files were found; use --checksums")
     # The plan's own files come last: plan.merge finds their results there.
     missing = _missing_listed(checksums)
     cut = len(jobs) - len(plan.paths)
     jobs[cut:cut] = missing
-    if not jobs and not plan.ready and not errors:
+    links = [link_result(p, f, args.profile, policy, model) for p, f, model in hub.links]
+    if not jobs and not plan.ready and not links and not errors:
         return _fail("nothing to scan: no file was found")
     options = Options(
         profile=Profile(args.profile),
@@ -296,7 +297,7 @@ def run_scan(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one bran
         checksums=checksums,
         chunk_size=args.chunk_size,
     )
-    policies = sorted({job.policy.source for job in jobs if job.policy is not None and job.policy.source})
+    policies = [policy.source] if policy is not None and policy.source else []
     workers = args.jobs if args.jobs > 0 else (os.cpu_count() or 1)
     started = time.perf_counter()
     if scale.wanted(args):
@@ -307,6 +308,8 @@ def run_scan(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one bran
     else:
         with progress_reporter(args.progress, total_size(jobs), len(jobs), args.progress_interval) as (advance, done):
             results = plan.merge(run_jobs(jobs, options, workers=workers, progress=advance, on_file=done))
+    results = links + results
+    attach(results, {**hub.others, **plan.others}, policy)
     seconds = time.perf_counter() - started
     try:
         with contextlib.ExitStack() as stack:

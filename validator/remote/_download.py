@@ -209,6 +209,7 @@ def download(  # noqa: C901 - one branch per source kind and failure
     deep: bool = True,
     options: Options | None = None,
     progress: Callable[[str, int, int], None] | None = None,
+    listing: Callable[[list[str]], None] | None = None,
 ) -> list[FileDone]:
     """Vet a remote source from its headers, then download it into ``out_dir``.
 
@@ -216,7 +217,9 @@ def download(  # noqa: C901 - one branch per source kind and failure
     index, a digest or a deep check at error severity fails, before any data
     is written in place; RemoteError on network and HTTP errors.  ``sha256``
     (one file only) overrides the digest the hub announces.  ``progress`` is
-    called with (file, bytes so far, file size).
+    called with (file, bytes so far, file size); ``listing``, for an hf://
+    source, with the repository's file names (what is not downloaded is
+    judged from them: validator._kinds).
     """
     prof = _profile(profile)
     opts = options or Options()
@@ -233,6 +236,8 @@ def download(  # noqa: C901 - one branch per source kind and failure
             vetted[entry.url] = header
             return header
 
+        if listing is not None and found.hub is not None:
+            listing(sorted(found.hub.entries))
         kept: list[bytes] = []
         checkpoints = [
             check_index(client, index, prof, keep=kept, read=lambda e: fetch(e).report) for index in found.indexes

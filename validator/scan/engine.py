@@ -15,7 +15,7 @@
 # git blob id.  A blob shared by several snapshots is read once and
 # reported under each file that points to it.
 # Paths are str, handled with os.path as in the rest of the package.
-# ruff: noqa: PTH110, PTH111, PTH112, PTH116, PTH118, PTH119, PTH123, PTH208
+# ruff: noqa: PTH111, PTH112, PTH116, PTH118, PTH119, PTH123, PTH208
 from __future__ import annotations
 
 import contextlib
@@ -32,6 +32,8 @@ from validator._findings import ReportBase
 from validator._group import group_per_tensor
 from validator._rules import Profile, Severity
 from validator._source import open_regular
+from validator._walk import judge_others, walk
+from validator.io.index import is_index_name
 from validator.scan.identity import SeenHeader, Stamp, stamp_of, validate_fd
 from validator.scan.integrity import Digester, Expected, check_digest, from_blob_name, lookup
 from validator.scan.policy import Policy, ScanItem, apply_policy, check_policy
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
 
     from validator._findings import Finding
+    from validator._kinds import Other
 
 SUFFIX: Final = ".safetensors"
 INCOMPLETE: Final = ".incomplete"  # huggingface_hub's name for a blob still downloading
@@ -107,6 +110,7 @@ class FileResult(ReportBase[ScanItem]):
     header_span: int = 0  # validation read bytes [0, header_span)...
     header_sha256: str | None = None  # ...whose sha256 this is
     checked: tuple[str, str, str] | None = None  # the digest compared with: (algorithm, hex, source)
+    file_kind: str | None = None  # a folder's other file: its kind (validator._kinds), set by scan.verdicts
 
     @property
     def active(self) -> list[ScanItem]:
@@ -148,6 +152,8 @@ class FileResult(ReportBase[ScanItem]):
         }
         if self.cached:
             doc["cached"] = True
+        if self.file_kind is not None:
+            doc["file_kind"] = self.file_kind
         return doc
 
 
@@ -155,16 +161,16 @@ class FileResult(ReportBase[ScanItem]):
 
 
 def iter_paths(paths: Sequence[str], errors: list[str]) -> Iterator[str]:
-    """Files named, and the *.safetensors files below directories, sorted."""
+    """Files named, and the *.safetensors files below directories (found by
+    validator._walk, through links), sorted."""
     for path in paths:
         if os.path.isdir(path):
-            found: list[str] = []
-            for root, dirs, files in os.walk(path, onerror=lambda e: errors.append(f"{e.filename}: {e.strerror}")):
-                dirs.sort()
-                found.extend(os.path.join(root, f) for f in files if f.endswith(SUFFIX))
+            tree = walk(path, is_index=is_index_name)
+            errors.extend(tree.unreadable())
+            found = tree.of_kind("safetensors")
             if not found:
                 errors.append(f"{path}: no *{SUFFIX} file in this directory or below it")
-            yield from sorted(found)
+            yield from found
         elif os.path.lexists(path):
             yield path
         else:
@@ -205,47 +211,75 @@ def _repo_dirs(cache: str) -> list[tuple[str, str]]:
     return found
 
 
+@dataclass
+class HubWalk:
+    """A hub cache's jobs, and the walker's verdicts on its files by display name."""
+
+    jobs: list[Job] = field(default_factory=list)
+    others: dict[str, Other] = field(default_factory=dict)
+    links: list[tuple[str, Finding, str]] = field(default_factory=list)  # (display, finding, repo id)
+
+
 def hf_cache_jobs(cache: str, errors: list[str]) -> list[Job]:
     """Jobs for every file of every snapshot in a hub cache, one per blob,
     and one for each interrupted download (a ``.incomplete`` blob)."""
+    return hf_cache_walk(cache, errors).jobs
+
+
+def hf_cache_walk(cache: str, errors: list[str]) -> HubWalk:  # noqa: C901 - one branch per kind of snapshot entry
+    """hf_cache_jobs, with the walker's verdicts: each snapshot is walked by
+    validator._walk with its repository folder as the root, so a snapshot
+    link (to a file or a folder) that resolves outside that folder is a
+    link-leaves-root finding, and the file it reaches is never taken for a
+    verified blob (its name is not trusted as its digest)."""
+    found = HubWalk()
     if not os.path.isdir(cache):
         errors.append(f"{cache}: not a Hugging Face hub cache directory")
-        return []
+        return found
     repos = _repo_dirs(cache)
     if not repos:
         errors.append(f"{cache}: no models--*/snapshots folder here: not a Hugging Face hub cache")
-        return []
+        return found
     by_blob: dict[str, list[tuple[str, str | None]]] = {}
     kinds: dict[str, bool] = {}
-    jobs: list[Job] = []
+    outside: set[str] = set()
     for repo, folder in repos:
         snapshots = os.path.join(folder, "snapshots")
         for revision in sorted(os.listdir(snapshots)):
             top = os.path.join(snapshots, revision)
-            for root, dirs, files in os.walk(top, onerror=lambda e: errors.append(f"{e.filename}: {e.strerror}")):
-                dirs.sort()
-                for name in sorted(files):
-                    link = os.path.join(root, name)
-                    rel = os.path.relpath(link, top).replace(os.sep, "/")
-                    display = f"{repo}@{revision[:12]}/{rel}"
-                    target = os.path.realpath(link)
-                    if not os.path.exists(target):
-                        errors.append(f"{display}: points to a missing blob {os.path.basename(target)}")
-                        continue
-                    by_blob.setdefault(target, []).append((display, repo))
-                    kinds[target] = kinds.get(target, False) or name.endswith(SUFFIX)
+            if not os.path.isdir(top):  # a stray file (.DS_Store): not a revision
+                continue
+
+            def display(path: str, top: str = top, revision: str = revision, repo: str = repo) -> str:
+                return f"{repo}@{revision[:12]}/{os.path.relpath(path, top).replace(os.sep, '/')}"
+
+            tree = walk(top, is_index=is_index_name, root=folder)
+            errors.extend(tree.errors)
+            found.links.extend((display(p), f, repo) for p, f in tree.links)
+            for entry in tree.found:
+                if entry.kind == "unreadable":
+                    broken = entry.reason.startswith("a broken symlink")
+                    why = f"points to a missing blob {os.path.basename(entry.real)}" if broken else entry.reason
+                    errors.append(f"{display(entry.path)}: {why}")
+                    continue
+                by_blob.setdefault(entry.real, []).append((display(entry.path), repo))
+                kinds[entry.real] = kinds.get(entry.real, False) or entry.kind == "safetensors"
+                if entry.outside:
+                    outside.add(entry.real)
+            for other in judge_others(tree, errors):
+                found.others[display(other.path)] = other
         blobs = os.path.join(folder, "blobs")
         if os.path.isdir(blobs):
-            jobs.extend(
+            found.jobs.extend(
                 Job(os.path.join(blobs, name), ((f"{repo}/blobs/{name}", repo),), kind="incomplete")
                 for name in sorted(os.listdir(blobs))
                 if name.endswith(INCOMPLETE)
             )
     for blob, names in by_blob.items():
-        expected = from_blob_name(blob)
-        jobs.append(Job(blob, tuple(names), expected, validate=kinds[blob], checksum_required=True))
-    jobs.sort(key=lambda j: j.names[0][0])
-    return jobs
+        expected = None if blob in outside else from_blob_name(blob)
+        found.jobs.append(Job(blob, tuple(names), expected, validate=kinds[blob], checksum_required=True))
+    found.jobs.sort(key=lambda j: j.names[0][0])
+    return found
 
 
 # -- one file ----------------------------------------------------------------

@@ -54,7 +54,10 @@ def spec_link(anchor: str) -> str | None:
 
 SARIF_SCHEMA: Final = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 FORMATS: Final = ("text", "json", "sarif", "junit")
-NO_POLICY: Final = "none (no --policy, and no [tool.stcheck] in a pyproject.toml above the scanned paths)"
+NO_POLICY: Final = (
+    "none (no --policy, and no [tool.stcheck] in a pyproject.toml from the working directory up, "
+    "outside the scanned paths)"
+)
 
 
 def human(n: float) -> str:
@@ -113,13 +116,20 @@ def summary(results: Sequence[FileResult], errors: Sequence[str], seconds: float
         "bytes_scanned": sum(r.bytes_read for r in results),
         "seconds": round(seconds, 3),
         "models": _models(results),
+        "other_files": _other_kinds(results),
     }
+
+
+def _other_kinds(results: Sequence[FileResult]) -> dict[str, int]:
+    """A folder's other files (and a hub cache's non-safetensors files) per kind."""
+    counts: Counter[str] = Counter(r.file_kind for r in results if r.file_kind is not None)
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 # -- text -----------------------------------------------------------------------
 
 
-def write_text(  # noqa: C901 - one branch per line kind of the text report
+def write_text(  # noqa: C901, PLR0912 - one branch per line kind of the text report
     out: IO[str],
     results: Sequence[FileResult],
     errors: Sequence[str],
@@ -142,6 +152,10 @@ def write_text(  # noqa: C901 - one branch per line kind of the text report
     rows = [("files", str(s["files"])), ("valid", str(s["valid"])), ("invalid", str(s["invalid"]))]
     if s["blobs"]:
         rows.append(("other blobs verified", str(s["blobs"])))
+    if s["other_files"]:
+        total = sum(s["other_files"].values())
+        kinds = ", ".join(f"{n} {kind}" for kind, n in s["other_files"].items())
+        rows.append(("other files", f"{total} ({kinds})"))
     if s["missing"]:
         rows.append(("listed but missing", str(s["missing"])))
     if s["unreadable"]:

@@ -7,11 +7,16 @@
 # kept, marked suppressed, never silently dropped.  A policy with an unknown
 # key, an unknown rule or a missing reason is refused (PolicyError) rather
 # than half-applied, and so is one that would ignore, or lower to a
-# warning, a rule for which safetensors 0.8.0 rejects the file.  Without
-# --policy, the [tool.stcheck] table of the pyproject.toml nearest each
-# scanned path applies (found from the path, not the working directory).
+# warning, a rule for which safetensors 0.8.0 rejects the file.
+#
+# Configuration comes from the user, never from what is vetted: without
+# --policy, the [tool.stcheck] table of the nearest pyproject.toml from the
+# working directory upward applies (the user's own project, as ruff and
+# pre-commit users expect), and a pyproject.toml that lies inside a scanned
+# path is never read, so a downloaded repository cannot ignore rules for
+# its own files.  --no-config skips discovery.
 # Paths are str, handled with os.path as in the rest of the package.
-# ruff: noqa: PTH100, PTH112, PTH113, PTH118, PTH119, PTH120, PTH123
+# ruff: noqa: PTH100, PTH109, PTH112, PTH113, PTH118, PTH119, PTH120, PTH123
 from __future__ import annotations
 
 import os
@@ -24,7 +29,7 @@ from validator._errors import StcheckError
 from validator._rules import BY_CODE, BY_SLUG, Rule, Severity
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Iterable, Mapping, Sequence
 
     from validator._check import Checker
     from validator._findings import Finding, Report
@@ -232,29 +237,71 @@ def load_policy(path: str) -> Policy:
     return parse_policy(doc, path)
 
 
-def find_pyproject_policy(start: str = ".") -> Policy | None:
-    """The [tool.stcheck] policy of the nearest pyproject.toml above ``start``
-    that has one.
+@dataclass(frozen=True)
+class Discovery:
+    """The policy found for a scan, and the candidates passed over."""
 
-    ``start`` is a scanned path (a file or a directory): configuration is
-    found relative to what is scanned, as ruff does, so the verdict does not
-    depend on the directory the command runs in.  A pyproject.toml without a
-    [tool.stcheck] table is passed over.
+    policy: Policy | None
+    passed_over: tuple[str, ...] = ()  # pyproject.toml files naming stcheck that lie inside a scanned path
+
+
+def _inside_any(path: str, scanned: Sequence[str]) -> bool:
+    real = os.path.realpath(path)
+    for given in scanned:
+        top = os.path.realpath(given)
+        if real == top:
+            return True
+        try:
+            if os.path.isdir(top) and os.path.commonpath([real, top]) == top:
+                return True
+        except ValueError:  # different drives
+            continue
+    return False
+
+
+def _names_stcheck(path: str) -> bool:
+    """Whether a file mentions stcheck at all (read as bytes, bounded, never parsed)."""
+    try:
+        with open(path, "rb") as fh:
+            return b"stcheck" in fh.read(1 << 20)
+    except OSError:
+        return False
+
+
+def discover_policy(scanned: Sequence[str] = (), start: str | None = None) -> Discovery:
+    """The user's policy: the [tool.stcheck] table of the nearest
+    pyproject.toml from ``start`` (default: the working directory) upward
+    that has one, passing over every candidate that lies inside one of the
+    ``scanned`` paths.
+
+    Configuration comes from the user, never from what is vetted: a
+    downloaded repository's own pyproject.toml is not read (not even parsed),
+    whatever the working directory.  Candidates passed over that mention
+    stcheck are listed, so the command can say so.
     """
-    here = os.path.abspath(start)
-    if not os.path.isdir(here):
-        here = os.path.dirname(here)
+    here = os.path.abspath(start or os.getcwd())
+    passed: list[str] = []
     while True:
         candidate = os.path.join(here, "pyproject.toml")
         if os.path.isfile(candidate):
-            doc = _load_toml(candidate)
-            table = doc.get("tool", {}).get("stcheck")
-            if table is not None:
-                return parse_policy(table, f"{candidate} [tool.stcheck]")
+            if _inside_any(candidate, scanned):
+                if _names_stcheck(candidate):
+                    passed.append(candidate)
+            else:
+                table = _load_toml(candidate).get("tool", {}).get("stcheck")
+                if table is not None:
+                    return Discovery(parse_policy(table, f"{candidate} [tool.stcheck]"), tuple(passed))
         parent = os.path.dirname(here)
         if parent == here:
-            return None
+            return Discovery(None, tuple(passed))
         here = parent
+
+
+def find_pyproject_policy(start: str = ".", *, scanned: Sequence[str] = ()) -> Policy | None:
+    """The [tool.stcheck] policy of the nearest pyproject.toml from ``start``
+    upward that has one and lies inside none of the ``scanned`` paths
+    (see discover_policy)."""
+    return discover_policy(scanned, start).policy
 
 
 def check_policy(report: Report, policy: Policy, out: Checker) -> None:

@@ -90,6 +90,7 @@ OTHER_REGIONS: Final = {
     "integrity": "needs an expected digest from outside the file",
     "policy": "needs a user's policy; the default validation has none",
     "format": "the file is another format altogether, not a safetensors file with one defect",
+    "folder": "about the other files and links of a folder that is walked, not about one file's bytes",
 }
 
 

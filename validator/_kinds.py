@@ -1,0 +1,303 @@
+# Strategy: what a file of a model folder is, when it is not a safetensors
+# file or an index, and whether loading it can run code.  A model repository
+# routinely carries pickles (`pytorch_model.bin`, `training_args.bin`,
+# `*.pt`, `*.ckpt`), custom modeling code for `trust_remote_code`, and
+# configuration, tokenizer and documentation files beside its safetensors.
+# classify() gives each such file a kind (a label from the table below, which
+# is data) and, for the two kinds a loader can execute, a finding:
+#
+# - pickle-file (error): the content sniffs as a pickle or a PyTorch ZIP
+#   checkpoint (validator._sniff's recognisers, on the first SNIFF_LEN bytes
+#   only), or a NumPy file holds object arrays (which np.load unpickles with
+#   allow_pickle=True), or the name is one that is only ever a pickle
+#   (`.pt`, `.pth`, `.ckpt`, `.pkl`, `.pickle`, `.joblib`) and the content is
+#   no other recognised format.  `.bin` is a pickle only by its content:
+#   OpenVINO, Core ML and old GGML weights are `.bin` files too.
+# - custom-code (warning): a `.py` file.
+#
+# A pickle beside a safetensors copy of the same weights (pytorch_model.bin
+# beside model.safetensors, or beside an index of model-*.safetensors) says
+# so, so that the user deletes the pickle or loads with use_safetensors=True.
+# Nothing here reads more than a bounded prefix of a file (and, for a .npz,
+# its central directory and the first bytes of each member, all bounded).
+# Paths are str, handled with os.path as in the rest of the package.
+# ruff: noqa: PTH119, PTH122
+from __future__ import annotations
+
+import ast
+import os
+import re
+import struct
+import zlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+from validator._check import Checker
+from validator._rules import Severity
+from validator._sniff import SNIFF_LEN, identify
+from validator._source import RegularFile, os_error, read_exact
+
+if TYPE_CHECKING:
+    from collections.abc import Collection
+
+    from validator._findings import Finding
+
+# Names that are only ever pickles (a loader unpickles them by their name).
+PICKLE_NAMES: Final = (".pt", ".pth", ".ckpt", ".pkl", ".pickle", ".joblib")
+
+# (label, exact file names, name suffixes), tried in order; the first match
+# names the kind.  Lower-case comparison.  Files no row matches are named by
+# their content (_BY_CONTENT), else "other".
+KINDS: Final[tuple[tuple[str, frozenset[str], tuple[str, ...]], ...]] = (
+    ("Python", frozenset(), (".py",)),
+    (
+        "tokenizer",
+        frozenset(
+            {
+                "tokenizer.json",
+                "tokenizer_config.json",
+                "special_tokens_map.json",
+                "added_tokens.json",
+                "vocab.json",
+                "vocab.txt",
+                "merges.txt",
+                "spiece.model",
+                "tokenizer.model",
+                "sentencepiece.bpe.model",
+                "preprocessor_config.json",
+                "chat_template.jinja",
+                "chat_template.json",
+            }
+        ),
+        (".tiktoken", ".spm"),
+    ),
+    ("tokenizer model", frozenset(), (".model",)),
+    ("JSON", frozenset(), (".json", ".jsonl")),
+    (
+        "text",
+        frozenset({"license", "readme", "notice", "copying", ".gitattributes", ".gitignore", "version"}),
+        (".md", ".txt", ".rst", ".yaml", ".yml", ".toml", ".cfg", ".ini", ".csv", ".tsv", ".jinja", ".html", ".xml"),
+    ),
+    ("image", frozenset(), (".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg", ".bmp", ".ico")),
+    ("audio", frozenset(), (".wav", ".mp3", ".flac", ".ogg")),
+    ("GGUF", frozenset(), (".gguf",)),
+    ("ONNX", frozenset(), (".onnx", ".onnx_data", ".ort")),
+    ("Flax msgpack", frozenset(), (".msgpack",)),
+    ("HDF5", frozenset(), (".h5", ".hdf5", ".keras")),
+    ("TensorFlow Lite", frozenset(), (".tflite",)),
+    ("TensorFlow", frozenset(), (".pb",)),
+    ("NumPy", frozenset(), (".npy", ".npz")),
+    ("archive", frozenset(), (".zip", ".tar", ".gz", ".tgz", ".xz", ".zst", ".7z", ".bz2")),
+)
+# validator._sniff's rule slug -> the kind a file of that content is.
+_BY_CONTENT: Final = {
+    "file-is-git-lfs-pointer": "Git LFS pointer",
+    "file-is-numpy": "NumPy",
+    "file-is-zip": "archive",
+    "file-is-archive": "archive",
+    "file-is-gguf": "GGUF",
+    "file-is-hdf5": "HDF5",
+    "file-is-tflite": "TensorFlow Lite",
+    "file-is-executable": "executable",
+    "file-is-html": "text",
+    "file-is-xml": "text",
+    "file-is-json": "JSON",
+    "file-is-text": "text",
+}
+_PICKLE_CONTENT: Final = frozenset({"file-is-pickle", "file-is-pytorch-zip"})
+_SHARD: Final = re.compile(r"-\d{3,6}-of-\d{3,6}$")
+
+
+@dataclass(frozen=True)
+class Other:
+    """A file of a folder that is not a safetensors file or an index."""
+
+    path: str
+    kind: str  # a label of KINDS, "pickle", "empty" or "other"
+    size: int
+    findings: tuple[Finding, ...] = ()
+
+    @property
+    def valid(self) -> bool:
+        """No finding at error severity."""
+        return not any(f.severity is Severity.ERROR for f in self.findings)
+
+    def to_json(self) -> dict[str, object]:
+        """The entry in a report's ``other_files``."""
+        return {
+            "path": self.path,
+            "kind": self.kind,
+            "file_size": self.size,
+            "valid": self.valid,
+            "findings": [f.to_json() for f in self.findings],
+        }
+
+
+def name_kind(name: str) -> str | None:
+    """The kind a file name alone gives, or None."""
+    low = os.path.basename(name).lower()
+    for label, names, suffixes in KINDS:
+        if low in names or low.endswith(suffixes):
+            return label
+    return None
+
+
+def listed_kind(name: str) -> tuple[str, str | None]:
+    """(kind, warning or None) of a file known by its name alone, as in a
+    repository listing: nothing of it is read, so a .bin file is only
+    "pickle or raw weights"."""
+    low = os.path.basename(name).lower()
+    if low.endswith(PICKLE_NAMES):
+        return "pickle", "a pickle by its name: loading it can run arbitrary code"
+    if low.endswith(".bin"):
+        return "pickle or raw weights", "a .bin file (a pickle when torch.save wrote it): loading it can run code"
+    kind = name_kind(low) or "other"
+    return kind, "custom code: `trust_remote_code=True` would run it" if kind == "Python" else None
+
+
+def safetensors_copy(name: str, siblings: Collection[str]) -> str | None:
+    """The sibling that holds a pickle's weights as safetensors, or None.
+
+    ``pytorch_model[.variant][-0000k-of-0000n].bin`` pairs with
+    ``model[.variant].safetensors``, its shards or its index; any other
+    ``STEM.pt`` (``.bin``, ``.ckpt``, ...) with ``STEM.safetensors`` and its
+    shards or index, as transformers, diffusers and peft name them.
+    """
+    stem = _SHARD.sub("", os.path.splitext(os.path.basename(name))[0])
+    stems = {stem}
+    if stem.startswith("pytorch_model"):
+        stems.add("model" + stem[len("pytorch_model") :])
+    for s in sorted(stems):
+        head, _, variant = s.partition(".")
+        exact = {f"{s}.safetensors", f"{s}.safetensors.index.json"}
+        if variant:
+            exact.add(f"{head}.safetensors.index.{variant}.json")
+        for sibling in sorted(siblings):
+            if sibling in exact:
+                return sibling
+            if sibling.endswith(".safetensors") and _SHARD.sub("", sibling[: -len(".safetensors")]) == s:
+                return sibling
+    return None
+
+
+def classify(path: str, siblings: Collection[str]) -> Other:
+    """The kind and findings of one regular file found in a folder.
+
+    ``siblings`` are the names in the file's folder (for the safetensors-copy
+    note).  Reads at most SNIFF_LEN bytes of the file (plus a .npz's bounded
+    directory).  Raises SourceError when the file cannot be opened.
+    """
+    with RegularFile(path) as (fd, st):
+        try:
+            head = read_exact(fd, 0, SNIFF_LEN)
+            identified = identify(head, st.st_size) if head else None
+            slug = identified.slug if identified is not None else None
+            objects = slug == "file-is-numpy" and _holds_objects(fd, head, st.st_size)
+        except OSError as exc:
+            raise os_error(path, exc) from exc
+    name = os.path.basename(path)
+    low = name.lower()
+    out = Checker()
+    what = None
+    if slug in _PICKLE_CONTENT and identified is not None:
+        what = f"this is {identified.what}"
+    elif objects:
+        what = "this NumPy file holds object arrays, which numpy.load unpickles (allow_pickle=True)"
+    elif low.endswith(PICKLE_NAMES) and (slug is None or slug in {"file-is-archive", "file-is-zip"}):
+        what = f"a {os.path.splitext(low)[1]} file is a pickle by convention (torch.load, joblib.load unpickle it)"
+    if what is not None:
+        copy = safetensors_copy(name, siblings)
+        advice = (
+            f"; a safetensors copy is here ({copy}): delete this file, or load with use_safetensors=True"
+            if copy is not None
+            else "; do not load it unless you trust its source, and prefer a safetensors copy"
+        )
+        out.add("pickle-file", f"{what}: loading it can run arbitrary code{advice}", None)
+        return Other(path, "pickle", st.st_size, tuple(out.findings))
+    kind = name_kind(name)
+    if kind == "Python":
+        out.add("custom-code", "custom code: `trust_remote_code=True` would run it", None)
+    if kind is None:
+        kind = "empty" if st.st_size == 0 else _BY_CONTENT.get(slug or "", "other")
+    return Other(path, kind, st.st_size, tuple(out.findings))
+
+
+# -- NumPy object arrays ---------------------------------------------------------
+# .npy: "\x93NUMPY", major, minor, a little-endian header length (2 bytes in
+# format 1, 4 in formats 2 and 3), then a Python literal dict whose 'descr'
+# is the dtype; "O" is the object kind, stored as a pickle.
+_OBJECT_DESCR: Final = re.compile(r"[<>|=]?O\d*")
+_MAX_MEMBERS: Final = 256
+_MAX_DIRECTORY: Final = 1 << 20
+
+
+def _npy_objects(head: bytes) -> bool:
+    if not head.startswith(b"\x93NUMPY") or len(head) < 10:
+        return False
+    if head[6] == 1:
+        (n,) = struct.unpack_from("<H", head, 8)
+        start = 10
+    elif len(head) >= 12:
+        (n,) = struct.unpack_from("<I", head, 8)
+        start = 12
+    else:
+        return False
+    text = head[start : start + n].decode("latin-1")
+    try:
+        header = ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+        return False
+    return isinstance(header, dict) and _descr_objects(header.get("descr"))
+
+
+def _descr_objects(descr: object) -> bool:
+    if isinstance(descr, str):
+        return _OBJECT_DESCR.fullmatch(descr) is not None
+    if isinstance(descr, (list, tuple)):
+        return any(_descr_objects(part) for part in descr)
+    return False
+
+
+def _holds_objects(fd: int, head: bytes, size: int) -> bool:
+    """Whether a .npy (from its head) or a .npz (its members' first bytes) holds object arrays."""
+    if head.startswith(b"\x93NUMPY"):
+        return _npy_objects(head)
+    tail_at = max(0, size - 65557)
+    tail = read_exact(fd, tail_at, size - tail_at)
+    end = tail.rfind(b"PK\x05\x06")
+    if end < 0 or end + 22 > len(tail):
+        return False
+    _, _, _, entries, cd_size, cd_offset = struct.unpack_from("<HHHHII", tail, end + 4)
+    if cd_size > _MAX_DIRECTORY or cd_offset + cd_size > size:
+        return False
+    directory = read_exact(fd, cd_offset, cd_size)
+    at = 0
+    for _ in range(min(entries, _MAX_MEMBERS)):
+        if not directory.startswith(b"PK\x01\x02", at) or at + 46 > len(directory):
+            return False
+        method, compressed, name_len, extra_len, comment_len, local = (
+            struct.unpack_from("<H", directory, at + 10)[0],
+            struct.unpack_from("<I", directory, at + 20)[0],
+            *struct.unpack_from("<HHH", directory, at + 28),
+            struct.unpack_from("<I", directory, at + 42)[0],
+        )
+        at += 46 + name_len + extra_len + comment_len
+        if _member_objects(fd, local, method, compressed):
+            return True
+    return False
+
+
+def _member_objects(fd: int, local: int, method: int, compressed: int) -> bool:
+    header = read_exact(fd, local, 30)
+    if len(header) < 30 or not header.startswith(b"PK\x03\x04"):
+        return False
+    name_len, extra_len = struct.unpack_from("<HH", header, 26)
+    data = read_exact(fd, local + 30 + name_len + extra_len, min(compressed, SNIFF_LEN))
+    if method == 8:
+        try:
+            data = zlib.decompressobj(-15).decompress(data, SNIFF_LEN)
+        except zlib.error:
+            return False
+    elif method != 0:
+        return False
+    return _npy_objects(data)
