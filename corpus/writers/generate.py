@@ -283,13 +283,25 @@ def _expect(entry: dict[str, Any]) -> dict[str, Any]:
     return {"reference": dict(verdict), "strict": dict(verdict)}
 
 
+def _keep_cross_facts(old: dict[str, Any], new: dict[str, Any]) -> None:
+    """Keep what the crossload jobs measured on a target whose bytes did not change."""
+    before, after = old.get("facts", {}), new["facts"]
+    if new["kind"] == "file" and before.get("sha256") == after.get("sha256"):
+        for name, result in before.get("loaders", {}).items():
+            if name.startswith("transformers-"):
+                after["loaders"].setdefault(name, result)
+    if new["kind"] == "folder" and old.get("contents") == new.get("contents") and "cross_loads" in before:
+        after.setdefault("cross_loads", before["cross_loads"])
+
+
 def merge(results: list[dict[str, Any]], facts: dict[str, Any]) -> dict[str, Any]:
     """The manifest with these jobs' entries replaced."""
     manifest: dict[str, Any] = {"targets": []}
     if MANIFEST.is_file():
         manifest = json.loads(MANIFEST.read_text(encoding="utf-8"))
     done = {r["job"] for r in results}
-    curated = {t["path"]: t["known_wrong_on_main"] for t in manifest.get("targets", []) if "known_wrong_on_main" in t}
+    previous = {t["path"]: t for t in manifest.get("targets", [])}
+    curated = {p: t["known_wrong_on_main"] for p, t in previous.items() if "known_wrong_on_main" in t}
     targets = [t for t in manifest.get("targets", []) if t["job"] not in done]
     cross = [r for result in results for r in result["records"] if r["kind"] == "cross"]
     for result in results:
@@ -306,6 +318,8 @@ def merge(results: list[dict[str, Any]], facts: dict[str, Any]) -> dict[str, Any
             entry.pop("error_mentions", None)
             if path in curated:  # curated by hand (the xfail list): kept across regenerations
                 entry["known_wrong_on_main"] = curated[path]
+            if path in previous:
+                _keep_cross_facts(previous[path], entry)
             targets.append(entry)
     by_path = {t["path"]: t for t in targets}
     for record in cross:  # another release's loader on a target: a fact about that target
