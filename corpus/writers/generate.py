@@ -226,13 +226,20 @@ def _run_env(
 
 
 def run_job(job: Job, venvs: Path) -> dict[str, Any]:
-    """Write the job's outputs into corpus/writers/JOB and return its records."""
+    """Write the job's outputs into corpus/writers/JOB and return its records.
+
+    The job writes into a staging folder beside the environments, which
+    replaces corpus/writers/JOB only when the job succeeded: a failed or
+    interrupted job leaves the previous outputs (and their manifest
+    entries) as they were.
+    """
     root = ensure_env(ENVS[job.env], venvs)
-    out = HERE / job.name if job.writes else HERE
+    final = HERE / job.name
+    out = venvs / ".staging" / job.name if job.writes else HERE
     if job.writes:
         if out.exists():
             shutil.rmtree(out)
-        out.mkdir()
+        out.mkdir(parents=True)
     with tempfile.TemporaryDirectory(prefix="stcheck-writers-") as tmp:
         records = Path(tmp) / "records.json"
         cmd = [str(root / "bin" / "python"), str(HERE / "_write.py"), job.name, str(out), str(records)]
@@ -241,8 +248,12 @@ def run_job(job: Job, venvs: Path) -> dict[str, Any]:
         log(f"job {job.name}: writing")
         subprocess.run(cmd, check=True, cwd=tmp, env=_run_env(root, job.target, job.extra_env))
         result: dict[str, Any] = json.loads(records.read_text(encoding="utf-8"))
-    for junk in out.rglob("__pycache__") if job.writes else ():
-        shutil.rmtree(junk)
+    if job.writes:
+        for junk in list(out.rglob("__pycache__")):
+            shutil.rmtree(junk)
+        if final.exists():
+            shutil.rmtree(final)
+        shutil.move(out, final)
     return result
 
 
@@ -299,7 +310,7 @@ def merge(results: list[dict[str, Any]], facts: dict[str, Any]) -> dict[str, Any
     manifest: dict[str, Any] = {"targets": []}
     if MANIFEST.is_file():
         manifest = json.loads(MANIFEST.read_text(encoding="utf-8"))
-    done = {r["job"] for r in results}
+    done = {r["job"] for r in results if not r.get("failed")}  # a failed job keeps its previous entries
     previous = {t["path"]: t for t in manifest.get("targets", [])}
     curated = {p: t["known_wrong_on_main"] for p, t in previous.items() if "known_wrong_on_main" in t}
     targets = [t for t in manifest.get("targets", []) if t["job"] not in done]
@@ -333,7 +344,8 @@ def merge(results: list[dict[str, Any]], facts: dict[str, Any]) -> dict[str, Any
         else:
             target["facts"].setdefault("cross_loads", {})[record["loader_name"]] = fact
     targets.sort(key=lambda t: t["path"])
-    failures = [f for f in manifest.get("failed_jobs", []) if f["job"] not in done]
+    ran = {r["job"] for r in results}
+    failures = [f for f in manifest.get("failed_jobs", []) if f["job"] not in ran]
     failures += [{"job": r["job"], "reason": r["failed"]} for r in results if r.get("failed")]
     return {
         "$schema": "./manifest.schema.json",
@@ -397,11 +409,12 @@ def main(argv: list[str] | None = None) -> int:
         try:
             results.append(run_job(job, args.venvs))
         except subprocess.CalledProcessError as exc:
+            step = "pip install" if "pip" in exc.cmd else "the writer script"
+            reason = f"{step} exited {exc.returncode} (the output above, or the environment's install.log, says why)"
+            log(f"job {name} failed: {reason}")
             if not args.keep_going:
-                raise
-            log(f"job {name} failed: {exc}")
-            shutil.rmtree(HERE / name, ignore_errors=True)
-            results.append({"job": name, "writer": job.writer, "versions": {}, "records": [], "failed": str(exc)})
+                return 1
+            results.append({"job": name, "writer": job.writer, "versions": {}, "records": [], "failed": reason})
     paths = [p for r in results for p in _probe_paths(r)]
     log(f"probing {len(paths)} targets")
     facts = probe(paths, args.venvs)

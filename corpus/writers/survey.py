@@ -290,5 +290,7 @@ if __name__ == "__main__":
 
     if sys.argv[1:] == ["--write"]:
         write_readme()
-    else:
+    elif not sys.argv[1:]:
         print(render(), end="")
+    else:
+        sys.exit("usage: python corpus/writers/survey.py [--write]")
