@@ -293,4 +293,5 @@ if __name__ == "__main__":
     elif not sys.argv[1:]:
         print(render(), end="")
     else:
-        sys.exit("usage: python corpus/writers/survey.py [--write]")
+        print("usage: python corpus/writers/survey.py [--write]", file=sys.stderr)
+        sys.exit(2)
