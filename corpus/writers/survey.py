@@ -94,8 +94,8 @@ FILE_RULES: dict[str, tuple[str, str, Callable[[Facts], bool]]] = {
 # the controls: constructs no rule is about, to tell a loader's refusal of the rule's construct from its
 # refusal of every file of that kind (transformers 4.x refuses every file without a "format" metadata key)
 CONTROLS: dict[str, tuple[str, str, Callable[[Facts], bool]]] = {
-    "control": ("no __metadata__", "no __metadata__ key at all", lambda f: _c(f).get("metadata") == "absent"),
-    "control ": (
+    "(control)": ("no __metadata__", "no __metadata__ key at all", lambda f: _c(f).get("metadata") == "absent"),
+    "(control) ": (
         "no pt/tf/flax format",
         "__metadata__ present, with no 'format' key or a format other than pt/tf/flax",
         lambda f: (
@@ -242,7 +242,8 @@ def render() -> str:
         writers, hits = _writers(targets, "file", pred)
         severity = f"{rule['severity']} ({rule['profiles']})" if rule else "-"
         on_corpus = _conformance(slug, manifest, results)
-        lines.append(f"| {code} {slug} | {severity} | {construct} | {writers} | {_loaders_on(hits)} | {on_corpus} |")
+        label = f"{code.strip()} {slug}"
+        lines.append(f"| {label} | {severity} | {construct} | {writers} | {_loaders_on(hits)} | {on_corpus} |")
     lines += [
         "",
         (
