@@ -33,7 +33,19 @@ ROOT = Path(__file__).resolve().parent.parent / "corpus" / "writers"
 MANIFEST: dict[str, Any] = json.loads((ROOT / "manifest.json").read_text(encoding="utf-8"))
 TARGETS: list[dict[str, Any]] = MANIFEST["targets"]
 # The corpus folder's own files, which are not targets.
-OWN_FILES = {"README.md", "generate.py", "_write.py", "_probe.py", "survey.py", "manifest.json", "manifest.schema.json"}
+OWN_FILES = {
+    "README.md",
+    "generate.py",
+    "survey.py",
+    "_write.py",
+    "_common.py",
+    "_jobs_frameworks.py",
+    "_jobs_hf.py",
+    "_jobs_transformers.py",
+    "_probe.py",
+    "manifest.json",
+    "manifest.schema.json",
+}
 # Which checks run on each kind of target.
 CHECKS = {
     "file": ("reference-agrees", "strict"),
