@@ -111,3 +111,39 @@ def test_fifo_stays_a_plain_source_error(tmp_path: Path) -> None:
         validator.validate(fifo)
     assert type(caught.value) is SourceError
     assert "not a regular file" in str(caught.value)
+
+
+# --- str(finding) of a path-validated report shows the path -------------------
+
+UNALIGNED = b"\x02\x00\x00\x00\x00\x00\x00\x00{}"  # one warning: ST104 at offset 0
+
+
+def test_str_of_a_finding_shows_the_reports_path(tmp_path: Path) -> None:
+    path = tmp_path / "model.safetensors"
+    path.write_bytes(UNALIGNED)
+    (finding,) = validator.validate(path).findings
+    assert str(finding).startswith(f"{path}:0: ST104 header-unaligned ")
+    assert finding.path == str(path)
+    assert finding.format() == str(finding)
+    assert finding.format("other.safetensors").startswith("other.safetensors:0: ST104 ")  # an explicit path wins
+
+
+def test_a_finding_of_bytes_still_says_bytes() -> None:
+    (finding,) = validator.validate(UNALIGNED).findings
+    assert finding.path is None
+    assert str(finding).startswith("<bytes>:0: ST104 header-unaligned ")
+
+
+def test_findings_compare_equal_whatever_file_they_came_from(tmp_path: Path) -> None:
+    path = tmp_path / "a.safetensors"
+    path.write_bytes(UNALIGNED)
+    assert validator.validate(path).findings == validator.validate(UNALIGNED).findings
+    assert hash(validator.validate(path).findings[0]) == hash(validator.validate(UNALIGNED).findings[0])
+
+
+def test_a_finding_of_an_open_file_shows_its_name(tmp_path: Path) -> None:
+    path = tmp_path / "a.safetensors"
+    path.write_bytes(UNALIGNED)
+    with path.open("rb") as fh:
+        (finding,) = validator.validate(fh).findings
+    assert str(finding).startswith(f"{path}:0: ST104 ")

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from validator._display import finding_line
@@ -27,6 +27,8 @@ class Finding:
     bytes begin or end: 8 + N + the data offset), or None where no single
     place applies.  ``json_path`` is a
     JSON Pointer into the header where the problem sits in the header.
+    ``path`` names the file when the finding came from a report of a named
+    file (``validate(path)`` sets it); it is only shown, never compared.
     """
 
     rule: Rule
@@ -34,6 +36,7 @@ class Finding:
     offset: int | None = None
     tensor: str | None = None
     json_path: str | None = None
+    path: str | None = field(default=None, compare=False, repr=False)
 
     @property
     def code(self) -> str:
@@ -50,15 +53,16 @@ class Finding:
         """The rule's severity."""
         return self.rule.severity
 
-    def format(self, path: str = "<bytes>") -> str:
+    def format(self, path: str | None = None) -> str:
         """Render as ``path:offset: CODE slug message``, the form editors parse
         (``path: CODE slug message`` when no single offset applies; the path
-        escaped and the line printable, as the CLI prints it)."""
-        return finding_line(path, self)
+        escaped and the line printable, as the CLI prints it).  Without
+        ``path``, the finding's own ``path``, or ``<bytes>``."""
+        return finding_line(path if path is not None else self.path or "<bytes>", self)
 
     def __str__(self) -> str:
-        """The one-line ``<bytes>:offset: CODE slug message`` form (see ``format``)."""
-        return finding_line("<bytes>", self)
+        """The one-line ``path:offset: CODE slug message`` form (see ``format``)."""
+        return self.format()
 
     def to_json(self) -> dict[str, Any]:
         """The finding as a JSON-ready dict (see ``spec/report.schema.json``)."""
@@ -235,6 +239,14 @@ class Report(ReportBase[Finding]):
     def __post_init__(self) -> None:
         if self.tensors is not None and not isinstance(self.tensors, TensorTable):
             object.__setattr__(self, "tensors", TensorTable.of(self.tensors))
+        where = self.path
+        if where is not None and any(f.path is None for f in self.findings):
+            # The report names its file: so do its findings, for str(finding).
+            named = tuple(
+                f if f.path is not None else Finding(f.rule, f.message, f.offset, f.tensor, f.json_path, where)
+                for f in self.findings
+            )
+            object.__setattr__(self, "findings", named)
 
     @property
     def reference_error(self) -> str | None:

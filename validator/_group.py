@@ -63,4 +63,4 @@ def _group(members: list[Finding], dropped: int) -> Finding:
     more = total - len(names)
     listed = ", ".join(names) + (f" and {more} more" if more else "")
     message = f"{total} tensors ({listed}): {first.rule.title}; the first: {first.message}"
-    return Finding(first.rule, message, first.offset, None, None)
+    return Finding(first.rule, message, first.offset, None, None, first.path)
