@@ -241,8 +241,10 @@ EXAMPLES: Final[dict[str, Example]] = {
         text="an F32 tensor holding 0x7fc00000 (NaN)",
     ),
     "tensor-all-zero": Example(
-        "Check that the weights were written; a zero tensor is often an unfinished save.",
-        text="an F32 tensor of 4096 zero bytes",
+        "Check that the weights were written or gathered before the save; a zeroed weight matrix is "
+        "a broken export (zero biases, norms, small tensors, LoRA B, ControlNet zero convolutions and "
+        "adaLN modulation are not reported: they start at zero by design).",
+        text="an F32 weight matrix of shape [64, 64] (16,384 bytes) that is all zero",
     ),
     "data-zero-tail": Example(
         "The download stopped and left preallocated zeros; fetch the file again.",

@@ -14,6 +14,7 @@ import time
 from typing import TYPE_CHECKING
 
 from validator._errors import SourceError
+from validator._group import group_per_tensor
 from validator._rules import Profile
 from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
 
@@ -101,7 +102,7 @@ def run_download(args: argparse.Namespace) -> int:
         print(f"stcheck download: {exc}", file=sys.stderr)
         return EXIT_ERROR
     for item in done:
-        for finding in item.findings:
+        for finding in group_per_tensor(item.findings):  # grouped as check and scan group them
             print(finding.format(item.path))
         checked = f"sha256 checked against {item.expected}" if item.expected else "no expected digest known"
         print(f"{item.path}: {item.size:,} bytes, sha256 {item.sha256} ({checked})")
