@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import os
 import pickle
+import re
 from typing import TYPE_CHECKING
 
 import pytest
@@ -147,3 +148,158 @@ def test_a_finding_of_an_open_file_shows_its_name(tmp_path: Path) -> None:
     with path.open("rb") as fh:
         (finding,) = validator.validate(fh).findings
     assert str(finding).startswith(f"{path}:0: ST104 ")
+
+
+# --- reference_valid: what safetensors 0.8.0 does, in every output -------------
+
+LEADING_SPACE = b"\x18\x00\x00\x00\x00\x00\x00\x00" + b' {"__metadata__":{}}    '  # ST202 only
+TRUNCATED = b"\x48\x00\x00\x00\x00\x00\x00\x00" + (
+    b'{"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}'.ljust(72)
+)  # ST407: 0.8.0 refuses it
+
+
+def test_reference_valid_of_strict_only_reference_and_valid_files() -> None:
+    for data, valid, loads, cls in (
+        (VALID, True, True, None),
+        (LEADING_SPACE, False, True, None),
+        (TRUNCATED, False, False, "MetadataIncompleteBuffer"),
+        (pickle.dumps({"w": 1}, protocol=4), False, False, "HeaderTooLarge"),
+    ):
+        for profile in ("strict", "reference"):
+            report = validator.validate(data, profile=profile)
+            assert report.reference_valid is loads, (data[:20], profile)
+            assert report.reference_error == cls, (data[:20], profile)
+            assert report.to_json()["reference_valid"] is loads
+        assert validator.validate(data).valid is valid
+
+
+def test_a_strict_only_error_before_a_reference_error_keeps_the_reference_class() -> None:
+    # ST202 (strict-only) comes first in check order; 0.8.0 still refuses the
+    # truncation, and reference_error says so under strict too.
+    data = b"\x49\x00\x00\x00\x00\x00\x00\x00" + b' {"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}'.ljust(73)
+    report = validator.validate(data)
+    assert [f.slug for f in report.errors] == ["header-leading-bytes", "buffer-truncated"]
+    assert (report.reference_valid, report.reference_error) == (False, "MetadataIncompleteBuffer")
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    from validator.cli.main import main
+
+    code = main(list(argv))
+    return code, capsys.readouterr().out
+
+
+PHRASE = "(safetensors 0.8.0 loads it: strict-only findings)"
+
+
+def test_check_text_says_the_reference_loads_a_strict_only_failure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    only = tmp_path / "leading_space.safetensors"
+    only.write_bytes(LEADING_SPACE)
+    both = tmp_path / "truncated.safetensors"
+    both.write_bytes(TRUNCATED)
+    code, out = _cli(capsys, "check", str(only), str(both))
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[0].startswith(f"{only}:8: ST202 header-leading-bytes ")
+    assert lines[1] == f"{only}: invalid {PHRASE}"
+    assert lines[2].startswith(f"{both}:")
+    assert PHRASE not in lines[2]
+    assert sum(PHRASE in line for line in lines) == 1
+    assert "0 valid, 2 invalid (1 of them: safetensors 0.8.0 loads it: strict-only findings);" in lines[-1]
+    code, out = _cli(capsys, "check", "--profile", "reference", str(only))
+    assert (code, PHRASE in out) == (0, False)
+
+
+def test_check_and_inspect_json_carry_reference_valid(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    only = tmp_path / "leading_space.safetensors"
+    only.write_bytes(LEADING_SPACE)
+    code, out = _cli(capsys, "check", "--format", "json", str(only))
+    doc = json.loads(out)
+    assert (code, doc["files"][0]["valid"], doc["files"][0]["reference_valid"]) == (1, False, True)
+    assert doc["summary"]["reference_loads"] == 1
+    code, out = _cli(capsys, "inspect", "--format", "json", str(only))
+    assert (code, json.loads(out)["reference_valid"]) == (1, True)
+    code, out = _cli(capsys, "inspect", str(only))
+    assert out.splitlines()[-1] == f"invalid: 1 errors {PHRASE}"
+
+
+def test_scan_outputs_carry_reference_valid(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+    import xml.etree.ElementTree as ET
+
+    only = tmp_path / "leading_space.safetensors"
+    only.write_bytes(LEADING_SPACE)
+    both = tmp_path / "truncated.safetensors"
+    both.write_bytes(TRUNCATED)
+    code, out = _cli(capsys, "scan", "--no-config", "--progress", "never", "-j", "1", str(only), str(both))
+    assert code == 1
+    assert f"{only}: invalid {PHRASE}" in out.splitlines()
+    assert sum(PHRASE in line for line in out.splitlines()) == 1
+    assert re.search(r"\n  invalid +2\n    of them, 0.8.0 loads +1 \(strict-only findings\)\n", out)
+    code, out = _cli(capsys, "scan", "--no-config", "--format", "json", "-j", "1", str(only), str(both))
+    files = {f["path"]: f for f in json.loads(out)["files"]}
+    assert (files[str(only)]["reference_valid"], files[str(both)]["reference_valid"]) == (True, False)
+    code, out = _cli(capsys, "scan", "--no-config", "--format", "sarif", "-j", "1", str(only), str(both))
+    results = json.loads(out)["runs"][0]["results"]
+    by_rule = {r["ruleId"]: r for r in results}
+    assert by_rule["ST202"]["message"]["text"].endswith(PHRASE)
+    assert by_rule["ST202"]["properties"]["referenceValid"] is True
+    assert PHRASE not in by_rule["ST407"]["message"]["text"]
+    assert by_rule["ST407"]["properties"]["referenceValid"] is False
+    code, out = _cli(capsys, "scan", "--no-config", "--format", "junit", "-j", "1", str(only), str(both))
+    cases = {c.get("name"): c for c in ET.fromstring(out).iter("testcase")}
+    strict_only = cases[str(only)]
+    assert strict_only.find("properties/property[@name='reference_valid']").get("value") == "true"
+    failure = strict_only.find("failure")
+    assert failure.get("message").endswith(PHRASE)
+    assert PHRASE[1:-1] in failure.text
+    assert cases[str(both)].find("properties/property[@name='reference_valid']").get("value") == "false"
+    assert PHRASE not in cases[str(both)].find("failure").get("message")
+
+
+# --- one finding for a foreign file, in every output ----------------------------
+
+
+def test_a_pickle_is_one_finding_everywhere(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+    import xml.etree.ElementTree as ET
+
+    path = tmp_path / "model.safetensors"
+    path.write_bytes(pickle.dumps({"w": [1.0]}, protocol=4))
+    code, out = _cli(capsys, "check", str(path))
+    lines = out.splitlines()
+    assert code == 1
+    assert len(lines) == 2
+    assert lines[0].startswith(f"{path}:0: ST111 file-is-pickle this is a Python pickle (protocol 4)")
+    assert lines[0].endswith(
+        "; safetensors 0.8.0 refuses it with HeaderTooLarge (its first 8 bytes, read as a header length, exceed 100,000,000)"
+    )
+    assert "1 errors, 0 warnings" in lines[1]
+    code, out = _cli(capsys, "check", "--format", "json", "--profile", "reference", str(path))
+    doc = json.loads(out)
+    assert [f["code"] for f in doc["files"][0]["findings"]] == ["ST111"]
+    assert doc["summary"]["errors"] == 1
+    code, out = _cli(capsys, "scan", "--no-config", "--format", "sarif", "-j", "1", str(path))
+    assert [r["ruleId"] for r in json.loads(out)["runs"][0]["results"]] == ["ST111"]
+    code, out = _cli(capsys, "scan", "--no-config", "--format", "junit", "-j", "1", str(path))
+    (failure,) = ET.fromstring(out).iter("failure")
+    assert failure.get("type") == "ST111"
+    assert failure.text.count("\n") == 0  # one error line
+    code, out = _cli(capsys, "scan", "--no-config", "--progress", "never", "-j", "1", str(path))
+    assert "ST102" not in out
+    assert re.search(r"errors / warnings +1 / 0", out)
+
+
+def test_a_gzip_stream_is_one_finding_with_invalid_header_length() -> None:
+    import gzip
+
+    # mtime 0: the first 8 bytes read as 559,903, under the limit and past the end.
+    report = validator.validate(gzip.compress(b"x" * 100, mtime=0), profile="reference")
+    (finding,) = report.findings
+    assert finding.slug == "file-is-archive"
+    assert report.reference_error == "InvalidHeaderLength"
+    assert "safetensors 0.8.0 refuses it with InvalidHeaderLength" in finding.message

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeVar
 
 from validator._display import finding_line
 from validator._dtypes import DTYPE_BITS
 from validator._rules import PREFIX_LEN, Profile, Rule, Severity
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Sequence
 
 
 @dataclass(frozen=True)
@@ -235,6 +235,11 @@ class Report(ReportBase[Finding]):
     path: str | None = None
     suppressed: int = 0
     """Findings not kept because a rule fired more than 1000 times."""
+    reference_valid: bool | None = None
+    """Whether safetensors 0.8.0 reads the file, whatever the profile
+    (``validate`` sets it; None for a report made without it)."""
+    _reference_error: str | None = None
+    """The class safetensors 0.8.0 raises (see ``reference_error``), set with ``reference_valid``."""
 
     def __post_init__(self) -> None:
         if self.tensors is not None and not isinstance(self.tensors, TensorTable):
@@ -250,11 +255,15 @@ class Report(ReportBase[Finding]):
 
     @property
     def reference_error(self) -> str | None:
-        """The safetensors 0.8.0 error class of the first error, or None.
+        """The error class safetensors 0.8.0 raises on the file, or None when it reads it.
 
-        Under the ``reference`` profile this is the class that
-        ``safetensors.deserialize`` raises for the same bytes.
+        This is the class that ``safetensors.deserialize`` raises for the same
+        bytes, under either profile (for a file that is another format
+        altogether, the length-prefix class, such as ``HeaderTooLarge``).  A
+        report made without ``reference_valid`` gives its first error's class.
         """
+        if self.reference_valid is not None:
+            return self._reference_error
         first = self.first_error
         return None if first is None else first.rule.reference_error
 
@@ -275,4 +284,17 @@ class Report(ReportBase[Finding]):
             "tensors": None if self.tensors is None else {name: info.to_json() for name, info in self.tensors.items()},
             "metadata": None if self.metadata is None else dict(self.metadata),
             "suppressed": self.suppressed,
+            "reference_valid": self.reference_valid,
         }
+
+
+# The one phrase every output uses (check, inspect, scan, SARIF, JUnit,
+# validator.compat) when the strict profile fails a file that safetensors
+# 0.8.0 reads: "My file loads fine, so why does stcheck fail it?"
+REFERENCE_LOADS: Final = "safetensors 0.8.0 loads it: strict-only findings"
+
+
+def strict_only_failure(reference_valid: bool | None, errors: Iterable[Finding]) -> bool:  # noqa: FBT001 - a verdict, not a flag
+    """True when safetensors 0.8.0 reads the file and an error is of a
+    strict-only rule: then the text says REFERENCE_LOADS."""
+    return reference_valid is True and any(not f.rule.applies_to(Profile.REFERENCE) for f in errors)

@@ -332,6 +332,7 @@ def _header_result(report: Report, profile: str, policy: Policy | None) -> Any: 
         items=apply_policy([*report.findings, *out.findings], policy),
         profile=profile,
         metadata=None if report.metadata is None else dict(report.metadata),
+        reference_valid=report.reference_valid,
     )
 
 

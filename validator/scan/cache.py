@@ -204,6 +204,7 @@ def encode(result: FileResult) -> str:
         "metadata": result.metadata,
         "policy": result.policy,
         "not_listed": result.not_listed,
+        "reference_valid": result.reference_valid,
         "items": items,
     }
     return _text(doc)
@@ -241,6 +242,7 @@ def decode(text: str, job: Job) -> FileResult | None:
             policy=doc.get("policy"),
             not_listed=doc.get("not_listed", 0),
             cached=True,
+            reference_valid=doc.get("reference_valid"),
         )
     except (ValueError, KeyError, TypeError):
         return None

@@ -29,7 +29,7 @@ from validator._check import MAX_PER_RULE, Checker
 from validator._errors import SourceError
 from validator._findings import ReportBase
 from validator._group import group_per_tensor
-from validator._rules import Profile, Severity
+from validator._rules import Profile
 from validator._source import open_regular
 from validator._validate import validate
 from validator.scan.integrity import Digester, Expected, check_digest, from_blob_name, lookup
@@ -45,9 +45,6 @@ if TYPE_CHECKING:
 SUFFIX: Final = ".safetensors"
 INCOMPLETE: Final = ".incomplete"  # huggingface_hub's name for a blob still downloading
 DEFAULT_CHUNK: Final = 16 << 20
-# Rules whose findings are grouped per file when they repeat tensor after
-# tensor (warnings are grouped whatever their region).
-_GROUPED_REGIONS: Final = frozenset({"deep", "policy"})
 
 
 @dataclass(frozen=True)
@@ -99,6 +96,7 @@ class FileResult(ReportBase[ScanItem]):
     policy: str | None = None  # where the policy in force came from
     not_listed: int = 0  # findings beyond the per-rule cap: counted, not kept
     cached: bool = False  # replayed from a results cache (validator.scan.cache), not read
+    reference_valid: bool | None = None  # safetensors 0.8.0 reads it (Report.reference_valid); None: not validated
 
     @property
     def active(self) -> list[ScanItem]:
@@ -137,6 +135,7 @@ class FileResult(ReportBase[ScanItem]):
             "deep": self.deep,
             "policy": self.policy,
             "suppressed": self.not_listed,
+            "reference_valid": self.reference_valid,
         }
         if self.cached:
             doc["cached"] = True
@@ -386,6 +385,7 @@ def _scan_into(  # noqa: C901 - one branch per source outcome
             findings.extend(report.findings)
             result.not_listed += report.suppressed
             result.header_size = report.header_size
+            result.reference_valid = report.reference_valid
             result.tensor_count = None if report.tensors is None else len(report.tensors)
             result.metadata = None if report.metadata is None else dict(report.metadata)
             if policy is not None:
@@ -431,7 +431,7 @@ def finish_items(
     """Group per-tensor repeats, count what the per-rule cap dropped, and
     apply the policy: the last step of every way a file is scanned."""
     result.not_listed += sum(dropped.values())
-    shown = group_per_tensor(list(findings), not_kept=dropped, groupable=_groupable)
+    shown = group_per_tensor(list(findings), not_kept=dropped)  # grouped as every command groups
     result.items = apply_policy(shown, policy)
 
 
@@ -447,10 +447,6 @@ def cap_per_rule(findings: Sequence[Finding], limit: int = MAX_PER_RULE) -> tupl
         else:
             kept.append(f)
     return kept, dropped
-
-
-def _groupable(finding: Finding) -> bool:
-    return finding.severity is Severity.WARNING or finding.rule.region in _GROUPED_REGIONS
 
 
 # -- many files --------------------------------------------------------------
