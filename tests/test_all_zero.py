@@ -172,3 +172,24 @@ def test_download_groups_per_tensor_findings_as_scan_does(tmp_path: Path, capsys
     assert len(scanned) == len(downloaded) == 1  # was 5 lines in download
     assert "5 tensors ('h.0.mlp.c_fc.weight', 'h.1.mlp.c_fc.weight', 'h.2.mlp.c_fc.weight' and 2 more)" in downloaded[0]
     assert scanned[0].split(": ST602 ", 1)[1] == downloaded[0].split(": ST602 ", 1)[1]
+
+
+def test_a_shard_of_one_zero_bias_is_no_zero_tail(tmp_path: Path) -> None:
+    # transformers shards a fresh GPT-2 so that one shard holds only
+    # transformer.h.0.mlp.c_fc.bias: 64 zero bytes, the whole data region.
+    # data-zero-tail (ST603) said "the download may have been cut short".
+    path = write(tmp_path / "model-00006-of-00008.safetensors", build([("h.0.mlp.c_fc.bias", "F32", [16], _zeros(16))]))
+    result = _scan(path)
+    assert [i.finding.slug for i in result.items] == []
+    assert result.deep["all_zero_tensors"] == 1
+
+
+def test_a_whole_zero_region_holding_a_weight_matrix_is_still_a_zero_tail(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "m.safetensors", build([("b", "F32", [16], _zeros(16)), ("w", "F32", [64, 64], _zeros(64, 64))])
+    )
+    result = _scan(path)
+    assert [(i.finding.slug, i.finding.tensor) for i in result.items] == [
+        ("tensor-all-zero", "w"),
+        ("data-zero-tail", None),
+    ]

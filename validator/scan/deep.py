@@ -449,7 +449,14 @@ class DeepScanner:
     def _zero_tail(self, done: list[_Tensor], out: Checker) -> None:
         region = self.file_size - self.data_start
         run = self.file_size - self._last_nonzero
-        if region <= 0 or run <= 0 or (run < ZERO_TAIL_MIN and run != region):
+        if region <= 0 or run <= 0:
+            return
+        # A short region that is all zero is reported only when it holds a
+        # weight matrix tensor-all-zero reports: a shard of one zero bias is
+        # what a writer makes of a fresh model, not a cut-short download.
+        if run < ZERO_TAIL_MIN and (
+            run != region or not any(zero_is_suspicious(t.name, t.shape) for t in done if t.end > t.begin)
+        ):
             return
         start = self._last_nonzero
         covered = [t.name for t in done if t.end > start and t.end > t.begin]
