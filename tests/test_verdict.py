@@ -303,3 +303,51 @@ def test_a_gzip_stream_is_one_finding_with_invalid_header_length() -> None:
     assert finding.slug == "file-is-archive"
     assert report.reference_error == "InvalidHeaderLength"
     assert "safetensors 0.8.0 refuses it with InvalidHeaderLength" in finding.message
+
+
+# --- severity from evidence: what real writers emit ------------------------------
+
+MLX_NO_METADATA = (
+    b"\x58\x00\x00\x00\x00\x00\x00\x00"
+    + b'{"__metadata__":null,"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}'.ljust(88)
+    + bytes(8)
+)  # what mx.save_safetensors writes for metadata=None and for metadata={}
+
+
+def test_null_metadata_that_mlx_writes_is_a_warning_under_strict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = validator.validate(MLX_NO_METADATA)
+    assert report.valid
+    (finding,) = report.findings
+    assert (finding.slug, finding.code, finding.severity, finding.offset) == (
+        "metadata-null",
+        "ST303",
+        validator.Severity.WARNING,
+        8 + len(b'{"__metadata__":'),
+    )
+    assert report.reference_valid is True
+    assert validator.validate(MLX_NO_METADATA, profile="reference").findings == ()  # a strict-only warning
+    path = tmp_path / "adapters.safetensors"
+    path.write_bytes(MLX_NO_METADATA)
+    code, out = _cli(capsys, "check", str(path))
+    assert code == 0
+    assert "1 valid, 0 invalid; 0 errors, 1 warnings" in out
+    assert PHRASE not in out
+
+
+@pytest.mark.parametrize(
+    "slug",
+    [
+        "header-leading-bytes",
+        "header-padding",
+        "duplicate-key",
+        "tensor-entry-array",
+        "tensor-field-unknown",
+        "dtype-not-string",
+    ],
+)
+def test_strict_only_rules_no_writer_emits_stay_errors(slug: str) -> None:
+    rule = validator.rule(slug)
+    assert rule.severity is validator.Severity.ERROR
+    assert rule.profiles == {validator.Profile.STRICT}

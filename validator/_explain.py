@@ -132,7 +132,11 @@ EXAMPLES: Final[dict[str, Example]] = {
     "metadata-invalid": Example(
         "Metadata values are strings: write str(value).", header='{"__metadata__":{"epoch":3}}'
     ),
-    "metadata-null": Example("Leave __metadata__ out, or write {}, instead of null.", header='{"__metadata__":null}'),
+    "metadata-null": Example(
+        "Leave __metadata__ out, or write {}, instead of null (mlx writes null; every surveyed reader takes it "
+        "as no metadata, so this is a portability warning).",
+        header='{"__metadata__":null}',
+    ),
     "tensor-entry-invalid": Example(
         "A tensor entry is an object with dtype, shape and data_offsets.", header='{"w":1}'
     ),
