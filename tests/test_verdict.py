@@ -351,3 +351,10 @@ def test_strict_only_rules_no_writer_emits_stay_errors(slug: str) -> None:
     rule = validator.rule(slug)
     assert rule.severity is validator.Severity.ERROR
     assert rule.profiles == {validator.Profile.STRICT}
+
+
+def test_remote_error_keeps_its_status_through_pickle() -> None:
+    from validator._errors import RemoteError
+
+    again = pickle.loads(pickle.dumps(RemoteError("u: HTTP 404", status=404)))
+    assert (type(again), str(again), again.status) == (RemoteError, "u: HTTP 404", 404)

@@ -33,7 +33,7 @@ class SourceError(StcheckError, OSError):
 
     def __reduce__(self) -> tuple[object, ...]:
         # OSError pickles its errno only through its arguments; ours is the message.
-        return (_rebuild, (type(self), str(self), self.errno, self.strerror, self.filename))
+        return (_rebuild, (type(self), str(self), self.errno, self.strerror, self.filename), self.__dict__ or None)
 
 
 def _rebuild(kind: type[SourceError], message: str, code: int | None, text: str | None, name: object) -> SourceError:
