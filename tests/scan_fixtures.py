@@ -46,7 +46,8 @@ def nan_inf_file() -> bytes:
 
 
 def all_zero_file() -> bytes:
-    return build([("a", "F32", [4, 4], bytes(64)), ("b", "U8", [32], bytes(32))])
+    """Two whole weight matrices of zeros (tensor-all-zero reports matrices of 64 x 64 or more)."""
+    return build([("a", "F32", [64, 64], bytes(16384)), ("b", "U8", [64, 64], bytes(4096))])
 
 
 def pickle_payload() -> bytes:

@@ -175,6 +175,7 @@ def test_json_output(tmp_path, capsys) -> None:
         "files": 2,
         "valid": 1,
         "invalid": 1,
+        "reference_loads": 0,
         "errors": 1,
         "warnings": 0,
         "suppressed": 0,
@@ -191,8 +192,10 @@ def test_json_output(tmp_path, capsys) -> None:
         "tensors",
         "metadata",
         "suppressed",
+        "reference_valid",
     }
     assert (first["path"], first["valid"], first["findings"]) == (ok, True, [])
+    assert (first["reference_valid"], second["reference_valid"]) == (True, False)
     assert first["tensors"] == {"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}
     assert first["metadata"] == {"format": "pt"}
     assert first["file_size"] == len(VALID)

@@ -96,7 +96,10 @@ def test_seeds_have_the_verdicts_their_names_claim():
         strict = validator.validate(data)
         ref = validator.validate(data, profile="reference")
         verdict = name[0]
-        assert (verdict == "y") == strict.valid, name
+        if verdict == "i":  # disputed: strict refuses it, or warns where real writers emit it (ST303)
+            assert not strict.valid or any(not f.rule.applies_to(validator.Profile.REFERENCE) for f in strict.warnings)
+        else:
+            assert (verdict == "y") == strict.valid, name
         assert (verdict != "n") == ref.valid, name
 
 
@@ -258,9 +261,10 @@ def test_a_correct_loader_gets_no_report(monkeypatch):
     loader = _fuzz_yours.LoaderUnderTest(function=good)
     for name, data in seed_files().items():
         found = _fuzz_yours.classify(loader, data)
-        # strict-only constructs (i_*) are accepted by the reference and refused by this strict loader
+        # strict-only constructs (i_*) are accepted by the reference and refused by this strict
+        # loader, except those strict accepts with a warning (null metadata, which mlx writes)
         assert [c for c, _ in found if c != "rejects-valid"] == [], name
-        assert bool(found) == name.startswith("i_"), name
+        assert bool(found) == (name.startswith("i_") and not validator.validate(data).valid), name
 
 
 def test_loader_bytes_mismatch_is_reported():

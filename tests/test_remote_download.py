@@ -136,7 +136,7 @@ def test_download_hub_checks_the_lfs_oid(hub, server, tmp_path):  # noqa: F811 -
 
 
 def test_download_deep_check_warnings_are_reported(server, tmp_path, capsys):
-    data = st_bytes({"z": np.zeros(64, np.float32), "n": np.array([np.nan, 1.0], np.float32)}, tmp_path)
+    data = st_bytes({"z": np.zeros((64, 64), np.float32), "n": np.array([np.nan, 1.0], np.float32)}, tmp_path)
     server.site.resources["/m.safetensors"] = from_bytes(data)
     code, stdout, _ = run_cli(capsys, "download", server.url + "/m.safetensors", "-o", str(tmp_path / "o"))
     assert code == 0

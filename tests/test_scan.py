@@ -69,7 +69,7 @@ def test_summary_table(tmp_path, capsys):
     assert ["errors", "/", "warnings", "0", "/", "3"] in table
     assert ["ST602", "tensor-all-zero", "2"] in table
     assert ["ST603", "data-zero-tail", "1"] in table
-    assert next(row for row in table if row[0] == "bytes")[:5] == ["bytes", "scanned", "216", "(216", "B,"]
+    assert next(row for row in table if row[0] == "bytes")[:5] == ["bytes", "scanned", "20616", "(20.1", "KiB,"]
 
 
 def test_sha256_match_and_mismatch(tmp_path, capsys):
@@ -262,9 +262,13 @@ def test_hf_cache_text_summary_lists_models(tmp_path, capsys):
 
 
 def test_many_tiny_tensors(tmp_path):
-    # Peers give up above 4,096 tensors; 20,000 one-element tensors stream fine.
+    # Peers give up above 4,096 tensors; 20,000 small tensors stream fine.
+    # Every 7th is a zeroed 64 x 64 U8 matrix (tensor-all-zero reports matrices).
     n = 20_000
-    tensors = [(f"t{i}", "F32", [1], f32(float(i % 7) - 3.0)) for i in range(n)]
+    tensors = [
+        (f"t{i}", "U8", [64, 64], bytes(4096)) if i % 7 == 3 else (f"t{i}", "F32", [1], f32(float(i % 7) - 3.0))
+        for i in range(n)
+    ]
     path = write(tmp_path / "many.safetensors", build(tensors))
     result = _scan.scan_file(Job(str(path), ((str(path), None),)), Options(deep=True, chunk_size=4096))
     assert result.deep["tensors_scanned"] == n

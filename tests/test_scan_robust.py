@@ -14,7 +14,7 @@ from urllib.parse import unquote_to_bytes
 
 import jsonschema
 import pytest
-from scan_fixtures import build, clean_file, f32, f64_file, fake_hf_cache, sha256, write
+from scan_fixtures import build, clean_file, f64_file, fake_hf_cache, sha256, write
 
 from validator.cli.main import main
 
@@ -193,14 +193,15 @@ def test_progress_always_writes_lines_when_stderr_is_not_a_terminal(tmp_path):
 
 
 def _many_zero_tensors(n: int) -> bytes:
-    return build([(f"t{i}", "F32", [1], bytes(4)) for i in range(n)])
+    # Zeroed 64 x 64 matrices: the smallest tensors tensor-all-zero reports.
+    return build([(f"t{i}", "U8", [64, 64], bytes(4096)) for i in range(n)])
 
 
 @pytest.mark.parametrize("fmt", ["json", "sarif", "junit", "text"])
 def test_per_tensor_findings_are_capped_and_grouped(tmp_path, capsys, fmt):
     n = 3000
     path = write(tmp_path / "zeros.safetensors", _many_zero_tensors(n))
-    policy = write(tmp_path / "p.toml", b'forbidden_dtypes = ["F32"]\n')
+    policy = write(tmp_path / "p.toml", b'forbidden_dtypes = ["U8"]\n')
     rc, out, _ = run(capsys, "--deep", "--policy", str(policy), "--format", fmt, str(path))
     assert rc == 1
     # One grouped finding per rule instead of 3000 of each (about 4 MB of SARIF before).
@@ -297,7 +298,7 @@ def test_sarif_uri_of_a_non_utf8_name_outside_the_working_directory(tmp_path, ca
 def test_scan_many_tiny_files_still_reports_each(tmp_path, capsys):
     # Grouping is per file: separate files keep separate findings.
     for i in range(5):
-        write(tmp_path / f"{i}.safetensors", build([("w", "F32", [1], f32(0.0))]))
+        write(tmp_path / f"{i}.safetensors", build([("w", "U8", [64, 64], bytes(4096))]))
     rc, doc, _ = scan_json(capsys, "--no-config", "--deep", str(tmp_path))
     assert rc == 0
     assert [len(f["findings"]) for f in doc["files"]] == [2] * 5

@@ -4,10 +4,12 @@
 # raise, plus the explicit raising entry points.
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import os
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from validator._findings import Finding, Report, ReportBase
 
@@ -20,11 +22,77 @@ class SourceError(StcheckError, OSError):
     """The source could not be read: a missing file, a permission error, a
     directory or other special file, or an object that is neither a path,
     bytes nor a binary file.  It is an ``OSError``: ``errno`` is set when an
-    operating-system error caused it."""
+    operating-system error caused it, and then it is also that errno's own
+    ``OSError`` subclass, as ``open()`` raises (``FileNotFoundError``,
+    ``PermissionError``, ``IsADirectoryError``, ``NotADirectoryError``,
+    ``TimeoutError``, ``InterruptedError``)."""
 
     # The message as given: OSError would render "[Errno 2] None: 'path'"
     # once errno and filename are set without a strerror.
     __str__ = Exception.__str__
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # OSError pickles its errno only through its arguments; ours is the message.
+        return (_rebuild, (type(self), str(self), self.errno, self.strerror, self.filename), self.__dict__ or None)
+
+
+def _rebuild(kind: type[SourceError], message: str, code: int | None, text: str | None, name: object) -> SourceError:
+    err = kind(message)
+    err.errno, err.strerror, err.filename = code, text, name
+    return err
+
+
+# The OSError subclasses that open() raises for an errno, each also a
+# SourceError, so `except FileNotFoundError` and `except StcheckError` both
+# catch what validate() raises for a missing file.  Other errnos give a plain
+# SourceError (its ``errno`` still set).
+class SourceNotFoundError(SourceError, FileNotFoundError):
+    """The source does not exist (ENOENT)."""
+
+
+class SourcePermissionError(SourceError, PermissionError):
+    """The source may not be read (EACCES, EPERM)."""
+
+
+class SourceIsADirectoryError(SourceError, IsADirectoryError):
+    """The source is a directory (EISDIR)."""
+
+
+class SourceNotADirectoryError(SourceError, NotADirectoryError):
+    """A component of the source's path is not a directory (ENOTDIR)."""
+
+
+class SourceTimeoutError(SourceError, TimeoutError):
+    """Reading the source timed out (ETIMEDOUT, as a network file system reports it)."""
+
+
+class SourceInterruptedError(SourceError, InterruptedError):
+    """A signal interrupted the read (EINTR)."""
+
+
+_BY_KIND: Final[Mapping[type[OSError], type[SourceError]]] = MappingProxyType(
+    {
+        FileNotFoundError: SourceNotFoundError,
+        PermissionError: SourcePermissionError,
+        IsADirectoryError: SourceIsADirectoryError,
+        NotADirectoryError: SourceNotADirectoryError,
+        TimeoutError: SourceTimeoutError,
+        InterruptedError: SourceInterruptedError,
+    }
+)
+
+
+def source_error(message: str, code: int | None = None, filename: str | None = None) -> SourceError:
+    """A SourceError for ``message``; for an errno, also that errno's own
+    OSError subclass (FileNotFoundError for ENOENT), as ``open()`` raises."""
+    kind = SourceError
+    if code is not None:
+        kind = _BY_KIND.get(type(OSError(code, "")), SourceError)
+    err = kind(message)
+    if code is not None:
+        err.errno, err.strerror = code, os.strerror(code)
+    err.filename = filename
+    return err
 
 
 class RemoteError(SourceError):

@@ -132,7 +132,11 @@ EXAMPLES: Final[dict[str, Example]] = {
     "metadata-invalid": Example(
         "Metadata values are strings: write str(value).", header='{"__metadata__":{"epoch":3}}'
     ),
-    "metadata-null": Example("Leave __metadata__ out, or write {}, instead of null.", header='{"__metadata__":null}'),
+    "metadata-null": Example(
+        "Leave __metadata__ out, or write {}, instead of null (mlx writes null; every surveyed reader takes it "
+        "as no metadata, so this is a portability warning).",
+        header='{"__metadata__":null}',
+    ),
     "tensor-entry-invalid": Example(
         "A tensor entry is an object with dtype, shape and data_offsets.", header='{"w":1}'
     ),
@@ -258,8 +262,10 @@ EXAMPLES: Final[dict[str, Example]] = {
         text="an F32 tensor holding 0x7fc00000 (NaN)",
     ),
     "tensor-all-zero": Example(
-        "Check that the weights were written; a zero tensor is often an unfinished save.",
-        text="an F32 tensor of 4096 zero bytes",
+        "Check that the weights were written or gathered before the save; a zeroed weight matrix is "
+        "a broken export (zero biases, norms, small tensors, LoRA B, ControlNet zero convolutions and "
+        "adaLN modulation are not reported: they start at zero by design).",
+        text="an F32 weight matrix of shape [64, 64] (16,384 bytes) that is all zero",
     ),
     "data-zero-tail": Example(
         "The download stopped and left preallocated zeros; fetch the file again.",

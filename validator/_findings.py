@@ -7,15 +7,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeVar
 
 from validator._display import finding_line
 from validator._dtypes import DTYPE_BITS
 from validator._rules import PREFIX_LEN, Profile, Rule, Severity
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Sequence
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,8 @@ class Finding:
     bytes begin or end: 8 + N + the data offset), or None where no single
     place applies.  ``json_path`` is a
     JSON Pointer into the header where the problem sits in the header.
+    ``path`` names the file when the finding came from a report of a named
+    file (``validate(path)`` sets it); it is only shown, never compared.
     """
 
     rule: Rule
@@ -34,6 +36,7 @@ class Finding:
     offset: int | None = None
     tensor: str | None = None
     json_path: str | None = None
+    path: str | None = field(default=None, compare=False, repr=False)
 
     @property
     def code(self) -> str:
@@ -50,15 +53,16 @@ class Finding:
         """The rule's severity."""
         return self.rule.severity
 
-    def format(self, path: str = "<bytes>") -> str:
+    def format(self, path: str | None = None) -> str:
         """Render as ``path:offset: CODE slug message``, the form editors parse
         (``path: CODE slug message`` when no single offset applies; the path
-        escaped and the line printable, as the CLI prints it)."""
-        return finding_line(path, self)
+        escaped and the line printable, as the CLI prints it).  Without
+        ``path``, the finding's own ``path``, or ``<bytes>``."""
+        return finding_line(path if path is not None else self.path or "<bytes>", self)
 
     def __str__(self) -> str:
-        """The one-line ``<bytes>:offset: CODE slug message`` form (see ``format``)."""
-        return finding_line("<bytes>", self)
+        """The one-line ``path:offset: CODE slug message`` form (see ``format``)."""
+        return self.format()
 
     def to_json(self) -> dict[str, Any]:
         """The finding as a JSON-ready dict (see ``spec/report.schema.json``)."""
@@ -231,18 +235,35 @@ class Report(ReportBase[Finding]):
     path: str | None = None
     suppressed: int = 0
     """Findings not kept because a rule fired more than 1000 times."""
+    reference_valid: bool | None = None
+    """Whether safetensors 0.8.0 reads the file, whatever the profile
+    (``validate`` sets it; None for a report made without it)."""
+    _reference_error: str | None = None
+    """The class safetensors 0.8.0 raises (see ``reference_error``), set with ``reference_valid``."""
 
     def __post_init__(self) -> None:
         if self.tensors is not None and not isinstance(self.tensors, TensorTable):
             object.__setattr__(self, "tensors", TensorTable.of(self.tensors))
+        where = self.path
+        if where is not None and any(f.path is None for f in self.findings):
+            # The report names its file: so do its findings, for str(finding).
+            named = tuple(
+                f if f.path is not None else Finding(f.rule, f.message, f.offset, f.tensor, f.json_path, where)
+                for f in self.findings
+            )
+            object.__setattr__(self, "findings", named)
 
     @property
     def reference_error(self) -> str | None:
-        """The safetensors 0.8.0 error class of the first error, or None.
+        """The error class safetensors 0.8.0 raises on the file, or None when it reads it.
 
-        Under the ``reference`` profile this is the class that
-        ``safetensors.deserialize`` raises for the same bytes.
+        This is the class that ``safetensors.deserialize`` raises for the same
+        bytes, under either profile (for a file that is another format
+        altogether, the length-prefix class, such as ``HeaderTooLarge``).  A
+        report made without ``reference_valid`` gives its first error's class.
         """
+        if self.reference_valid is not None:
+            return self._reference_error
         first = self.first_error
         return None if first is None else first.rule.reference_error
 
@@ -263,4 +284,17 @@ class Report(ReportBase[Finding]):
             "tensors": None if self.tensors is None else {name: info.to_json() for name, info in self.tensors.items()},
             "metadata": None if self.metadata is None else dict(self.metadata),
             "suppressed": self.suppressed,
+            "reference_valid": self.reference_valid,
         }
+
+
+# The one phrase every output uses (check, inspect, scan, SARIF, JUnit,
+# validator.compat) when the strict profile fails a file that safetensors
+# 0.8.0 reads: "My file loads fine, so why does stcheck fail it?"
+REFERENCE_LOADS: Final = "safetensors 0.8.0 loads it: strict-only findings"
+
+
+def strict_only_failure(reference_valid: bool | None, errors: Iterable[Finding]) -> bool:  # noqa: FBT001 - a verdict, not a flag
+    """True when safetensors 0.8.0 reads the file and an error is of a
+    strict-only rule: then the text says REFERENCE_LOADS."""
+    return reference_valid is True and any(not f.rule.applies_to(Profile.REFERENCE) for f in errors)

@@ -5,7 +5,9 @@
 # validate() keeps its per-tensor findings; the command line and the scan
 # reports group them.  The grouped finding keeps the rule (so the severity,
 # the code and any policy setting are unchanged), the offset of the first
-# occurrence, and the first occurrence's own message.
+# occurrence, and the first occurrence's own message.  Every command
+# (check, inspect, scan, download) groups with group_per_tensor and its
+# default, `groupable`, so that one file reads the same in each.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
@@ -17,23 +19,27 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
 
 NAMED: Final = 3  # tensors named in a grouped message; up to this many stay separate findings
+# Regions whose findings are grouped whatever their severity (a policy may
+# raise tensor-all-zero or a dtype rule to an error, tensor after tensor).
+GROUPED_REGIONS: Final = frozenset({"deep", "policy"})
 
 
-def is_warning(finding: Finding) -> bool:
-    """The default of what is grouped: warnings (an error's every place matters to an editor)."""
-    return finding.severity is Severity.WARNING
+def groupable(finding: Finding) -> bool:
+    """What every command groups: warnings (an error's every place matters
+    to an editor), and the deep and policy rules at any severity."""
+    return finding.severity is Severity.WARNING or finding.rule.region in GROUPED_REGIONS
 
 
 def group_per_tensor(
     findings: Iterable[Finding],
     *,
     not_kept: Mapping[str, int] | None = None,
-    groupable: Callable[[Finding], bool] = is_warning,
+    groupable: Callable[[Finding], bool] = groupable,
 ) -> list[Finding]:
     """Merge the findings of one rule that each name a tensor, when there are more than NAMED.
 
     Only findings for which ``groupable`` is true are merged (by default,
-    warnings).
+    warnings and the deep and policy rules).
     ``not_kept`` counts, per slug, findings a per-rule cap dropped before
     they got here; they are included in the group's count.  The order of
     the findings is kept: a group stands where its first member stood.
@@ -63,4 +69,4 @@ def _group(members: list[Finding], dropped: int) -> Finding:
     more = total - len(names)
     listed = ", ".join(names) + (f" and {more} more" if more else "")
     message = f"{total} tensors ({listed}): {first.rule.title}; the first: {first.message}"
-    return Finding(first.rule, message, first.offset, None, None)
+    return Finding(first.rule, message, first.offset, None, None, first.path)

@@ -6,16 +6,19 @@
 # so a huge N on a short file is HeaderTooLarge, not InvalidHeaderLength.
 #
 # When the prefix fails, the file is often not a safetensors file at all (a
-# pickle, an HTML error page, a Git LFS pointer): _sniff names the format in
-# a second finding, after the prefix finding so that the reference error
-# class stays the prefix's.  The prefix message then does not quote the
-# first 8 bytes as a number: they are another format's bytes (the text
-# "root:x:0" would read as 3475222254926655346).
+# pickle, an HTML error page, a Git LFS pointer): _sniff names the format,
+# and that diagnosis is the file's one finding, in place of the prefix
+# finding (issue 20: "ST102 header-too-large" first was noise, and counted
+# as a second error everywhere).  The reference error class stays the
+# prefix's: the message says what safetensors 0.8.0 answers, and the report
+# keeps the class (prefix_rule).  No message quotes the first 8 bytes as a
+# number: they are another format's bytes (the text "root:x:0" would read as
+# 3475222254926655346).
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from validator._rules import MAX_HEADER_SIZE, PREFIX_LEN
+from validator._rules import BY_SLUG, MAX_HEADER_SIZE, PREFIX_LEN
 from validator._sniff import SNIFF_LEN, Identified, identify
 
 if TYPE_CHECKING:
@@ -45,14 +48,16 @@ def check_prefix(
         out.add("file-too-small", f"file is {file_size} bytes; the 8-byte length prefix alone needs 8", 0)
         return None
     n = int.from_bytes(prefix[:PREFIX_LEN], "little")
-    if n > MAX_HEADER_SIZE or PREFIX_LEN + n > file_size:
+    failed = prefix_rule(prefix, file_size)
+    if failed is not None:
         found = _foreign(prefix, file_size, read_more)
-        if n > MAX_HEADER_SIZE:
-            out.add("header-too-large", _too_large(n, found), 0)
-        else:
-            out.add("header-length-exceeds-file", _exceeds(n, file_size, found), 0)
         if found is not None:
-            out.add(found.slug, found.message, 0)
+            refused = BY_SLUG[failed].reference_error
+            out.add(found.slug, f"{found.message}; safetensors 0.8.0 refuses it with {refused} ({_why(failed)})", 0)
+        elif failed == "header-too-large":
+            out.add(failed, _too_large(n), 0)
+        else:
+            out.add(failed, _exceeds(n, file_size), 0)
         return None
     if n % 8:
         # Spec: padding the header so that the data region is 8-byte aligned
@@ -69,19 +74,31 @@ def _foreign(prefix: bytes, file_size: int, read_more: Callable[[int], bytes] | 
     return identify(head, file_size)
 
 
-def _too_large(n: int, found: Identified | None) -> str:
+def prefix_rule(prefix: bytes, file_size: int) -> str | None:
+    """The slug of the length-prefix rule a file breaks (its reference error
+    class is what safetensors 0.8.0 raises), or None when the header can be read."""
+    if file_size < PREFIX_LEN:
+        return "file-too-small"
+    n = int.from_bytes(prefix[:PREFIX_LEN], "little")
+    if n > MAX_HEADER_SIZE:
+        return "header-too-large"
+    if PREFIX_LEN + n > file_size:
+        return "header-length-exceeds-file"
+    return None
+
+
+def _why(failed: str) -> str:
+    if failed == "header-too-large":
+        return f"its first 8 bytes, read as a header length, exceed {MAX_HEADER_SIZE:,}"
+    return "its first 8 bytes, read as a header length, run past the end of the file"
+
+
+def _too_large(n: int) -> str:
     limit = f"the limit of {MAX_HEADER_SIZE} bytes"
-    if found is not None:
-        return f"the first 8 bytes are not a length prefix: read as one, they exceed {limit}"
     if n >= _QUOTED_BELOW:
         return f"declared header length of 2^{n.bit_length() - 1} or more exceeds {limit}"
     return f"declared header length {n} exceeds {limit}"
 
 
-def _exceeds(n: int, file_size: int, found: Identified | None) -> str:
-    if found is not None:
-        return (
-            "the first 8 bytes are not a length prefix: read as one, "
-            f"they declare more bytes than the {file_size} in the file"
-        )
+def _exceeds(n: int, file_size: int) -> str:
     return f"declared header length {n} needs {PREFIX_LEN + n} bytes but the file has {file_size}"

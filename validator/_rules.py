@@ -3,6 +3,13 @@
 # the profiles a rule applies to, the reference (safetensors 0.8.0) error class
 # a rule maps to, and the anchor of its section in spec/SPEC.md.  Nothing else
 # in the package hard-codes a code or a severity.
+#
+# Severity of a strict-only rule comes from evidence (spec/SPEC.md, beside
+# each rule): a construct a mainstream writer emits and every surveyed loader
+# reads is a warning (ST303: mlx writes "__metadata__": null); one that a
+# mainstream loader refuses or misreads is an error (ST305, ST309); one that
+# no surveyed writer emits stays an error where the written spec forbids it
+# (ST202, ST203, ST210, ST307).
 from __future__ import annotations
 
 import enum
@@ -104,7 +111,7 @@ _TABLE: Final[tuple[tuple[str, str, str, Severity, frozenset[Profile], str | Non
     # Header object, metadata and tensor entries.
     ("ST301", "header-not-object", "header is not a JSON object", _E, BOTH, "InvalidHeaderDeserialization", "entries"),
     ("ST302", "metadata-invalid", "__metadata__ is not a map of strings to strings", _E, BOTH, "InvalidHeaderDeserialization", "entries"),
-    ("ST303", "metadata-null", "__metadata__ is null", _E, STRICT_ONLY, None, "entries"),
+    ("ST303", "metadata-null", "__metadata__ is null", _W, STRICT_ONLY, None, "entries"),
     ("ST304", "tensor-entry-invalid", "tensor entry is not an object", _E, BOTH, "InvalidHeaderDeserialization", "entries"),
     ("ST305", "tensor-entry-array", "tensor entry is written as an array", _E, STRICT_ONLY, None, "entries"),
     ("ST306", "tensor-field-missing", "tensor entry lacks dtype, shape or data_offsets", _E, BOTH, "InvalidHeaderDeserialization", "entries"),

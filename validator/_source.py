@@ -9,11 +9,12 @@
 # switched back to blocking reads.
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from typing import TYPE_CHECKING, Final
 
-from validator._errors import SourceError
+from validator._errors import SourceError, source_error
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -22,9 +23,11 @@ _FLAGS: Final = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOE
 
 
 def os_error(path: str, exc: OSError) -> SourceError:
-    """A SourceError for an OSError met on ``path``, keeping its errno."""
-    err = SourceError(f"{path}: {exc.strerror or exc}")
-    err.errno = exc.errno
+    """A SourceError for an OSError met on ``path``, keeping its errno: also
+    that errno's own OSError subclass (FileNotFoundError, PermissionError, ...)."""
+    err = source_error(f"{path}: {exc.strerror or exc}", exc.errno, path)
+    if exc.strerror:
+        err.strerror = exc.strerror
     return err
 
 
@@ -51,6 +54,8 @@ def open_regular(path: str) -> tuple[int, os.stat_result]:
         raise
     if not regular:
         os.close(fd)
+        if stat.S_ISDIR(st.st_mode):  # as open() refuses it: an IsADirectoryError
+            raise source_error(f"{path}: not a regular file", errno.EISDIR, path)
         msg = f"{path}: not a regular file"
         raise SourceError(msg)
     return fd, st

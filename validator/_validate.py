@@ -9,6 +9,7 @@ import gc
 import io
 import os
 import stat
+from dataclasses import replace
 from typing import IO, TYPE_CHECKING, Union
 
 from validator._check import MAX_PER_RULE, Checker
@@ -17,8 +18,8 @@ from validator._errors import InvalidFileError, SourceError
 from validator._findings import Report, TensorTable
 from validator._header import check_header, parse_kind
 from validator._layout import check_layout
-from validator._prefix import check_prefix
-from validator._rules import BY_SLUG, PREFIX_LEN, Profile
+from validator._prefix import check_prefix, prefix_rule
+from validator._rules import BY_SLUG, PREFIX_LEN, Profile, Severity
 from validator._source import RegularFile, os_error, read_exact
 from validator._tiers import Tier, fast_table
 
@@ -59,7 +60,15 @@ def check_buffer(
     paused = gc.isenabled()
     gc.disable()
     try:
-        return _check(prefix, read_header, file_size, profile, path=path, tiers=tiers, answered=answered)
+        report = _check(prefix, read_header, file_size, profile, path=path, tiers=tiers, answered=answered)
+        if report.reference_valid and not report.valid:
+            # Strict-only errors and no reference error in this run.  The
+            # reference profile is this same run's reference rules today; it
+            # is asked again rather than assumed, so that reference_valid
+            # stays exactly its verdict (a header read, only on this path).
+            again = _check(prefix, read_header, file_size, Profile.REFERENCE, path=path, tiers=tiers, answered=None)
+            report = replace(report, reference_valid=again.valid, _reference_error=again.reference_error)
+        return report
     finally:
         if paused:
             gc.enable()
@@ -90,7 +99,14 @@ def _check(
             if not clean.checked:
                 check_layout(clean.layout(), n, file_size, out)
             return _report(
-                out, profile, file_size=file_size, n=n, path=path, tensors=clean.tensors(), metadata=clean.metadata
+                out,
+                profile,
+                file_size=file_size,
+                n=n,
+                path=path,
+                tensors=clean.tensors(),
+                metadata=clean.metadata,
+                prefix=prefix,
             )
         scan = bool(tiers & Tier.SCAN)
         if answered is not None:
@@ -106,7 +122,7 @@ def _check(
     if table is not None:
         tensors = TensorTable(table.good(), table.kinds, table.begins, table.ends, parse_kind)  # type: ignore[arg-type]
         metadata = table.metadata
-    return _report(out, profile, file_size=file_size, n=n, path=path, tensors=tensors, metadata=metadata)
+    return _report(out, profile, file_size=file_size, n=n, path=path, tensors=tensors, metadata=metadata, prefix=prefix)
 
 
 def _report(
@@ -118,7 +134,18 @@ def _report(
     path: str | None,
     tensors: TensorTable | None,
     metadata: dict[str, str] | None,
+    prefix: bytes,
 ) -> Report:
+    # What safetensors 0.8.0 answers: the first error of a rule it enforces
+    # (check order is its order); a foreign format's diagnosis stands in
+    # for the length-prefix error, whose class it keeps.
+    refused = next(
+        (f for f in out.findings if f.rule.severity is Severity.ERROR and f.rule.applies_to(Profile.REFERENCE)), None
+    )
+    cls = None
+    if refused is not None:
+        failed = prefix_rule(prefix, file_size) if refused.rule.region == "format" else None
+        cls = BY_SLUG[failed].reference_error if failed is not None else refused.rule.reference_error
     return Report(
         profile=profile,
         findings=tuple(f for f in out.findings if f.rule.applies_to(profile)),
@@ -128,6 +155,8 @@ def _report(
         metadata=metadata,
         path=path,
         suppressed=sum(count for slug, count in out.dropped.items() if BY_SLUG[slug].applies_to(profile)),
+        reference_valid=refused is None,
+        _reference_error=cls,
     )
 
 

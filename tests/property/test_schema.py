@@ -25,7 +25,6 @@ SCHEMA_RULES = frozenset(
     {
         "header-not-object",
         "metadata-invalid",
-        "metadata-null",
         "tensor-entry-invalid",
         "tensor-entry-array",
         "tensor-field-missing",

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from validator import __version__
 from validator._display import encodable, escape_line, escape_path, finding_line
 from validator._errors import SourceError
+from validator._findings import REFERENCE_LOADS, strict_only_failure
 from validator._group import group_per_tensor
 from validator._rules import RULES, Profile, Severity
 from validator._validate import validate
@@ -124,9 +125,12 @@ def _summary_line(
     n_err, n_warn = _counts(reports, checkpoints, walked)
     n_sup = sum(r.suppressed for r in reports) + sum(c.suppressed for c in checkpoints)
     others = _others_line(walked)
+    loads = sum(strict_only_failure(r.reference_valid, r.errors) for r in reports)
     return (
         f"{len(reports)} file{'s' if len(reports) != 1 else ''} checked ({args.profile}): "
-        f"{len(reports) - invalid} valid, {invalid} invalid; {n_err} errors, {n_warn} warnings"
+        f"{len(reports) - invalid} valid, {invalid} invalid"
+        + (f" ({loads} of them: {REFERENCE_LOADS})" if loads else "")
+        + f"; {n_err} errors, {n_warn} warnings"
         + (f"; {n_sup} more findings not listed (1000 per rule kept)" if n_sup else "")
         + (f"; {len(errors)} unreadable" if errors else "")
         + (f"; {len(checkpoints)} checkpoints, {bad_checkpoints} invalid" if checkpoints else "")
@@ -194,6 +198,8 @@ def run_check(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one bra
                     if args.no_warnings and finding.severity is Severity.WARNING:
                         continue
                     sys.stdout.write(finding_line(path, finding) + "\n")
+                if strict_only_failure(report.reference_valid, report.errors):
+                    sys.stdout.write(f"{escape_path(path)}: invalid ({REFERENCE_LOADS})\n")
     for message in errors:
         _err(message)
     invalid = sum(not r.valid for r in reports)
@@ -214,6 +220,7 @@ def run_check(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one bra
                 "files": len(reports),
                 "valid": len(reports) - invalid,
                 "invalid": invalid,
+                "reference_loads": sum(strict_only_failure(r.reference_valid, r.errors) for r in reports),
                 "errors": n_err,
                 "warnings": n_warn,
                 "suppressed": sum(r.suppressed for r in reports) + sum(c.suppressed for c in checkpoints),
@@ -279,7 +286,8 @@ def run_inspect(args: argparse.Namespace) -> int:
             print(escape_line(f"  {key}: {text}"))
     for finding in shown_findings(report):
         print(finding_line(args.path, finding))
-    print("valid" if report.valid else f"invalid: {len(report.errors)} errors")
+    loads = f" ({REFERENCE_LOADS})" if strict_only_failure(report.reference_valid, report.errors) else ""
+    print("valid" if report.valid else f"invalid: {len(report.errors)} errors{loads}")
     return EXIT_OK if report.valid else EXIT_INVALID
 
 

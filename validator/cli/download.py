@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from validator._display import escape_line, escape_path
 from validator._errors import SourceError
+from validator._group import group_per_tensor
 from validator._rules import Profile
 from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
 from validator.cli.targets import listing_lines
@@ -104,7 +105,7 @@ def run_download(args: argparse.Namespace) -> int:
     except (SourceError, ValueError) as exc:
         return _error(str(exc))
     for item in done:
-        for finding in item.findings:
+        for finding in group_per_tensor(item.findings):  # grouped as check and scan group them
             print(finding.format(item.path))
         checked = f"sha256 checked against {item.expected}" if item.expected else "no expected digest known"
         print(escape_line(f"{escape_path(item.path)}: {item.size:,} bytes, sha256 {item.sha256} ({checked})"))

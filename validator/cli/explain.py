@@ -10,7 +10,7 @@ import sys
 
 from validator._display import finding_line
 from validator._explain import EXAMPLES
-from validator._rules import BY_CODE, BY_SLUG, Profile, Rule
+from validator._rules import BY_CODE, BY_SLUG, Profile, Rule, Severity
 from validator._validate import validate
 from validator.cli._common import EXIT_ERROR, EXIT_OK
 from validator.scan.formats import spec_link
@@ -30,6 +30,8 @@ def _reference(rule: Rule) -> str:
     if rule.reference_error is not None:
         return f"safetensors 0.8.0 rejects such a file with {rule.reference_error}"
     if rule.profiles == {Profile.STRICT}:
+        if rule.severity is Severity.WARNING:
+            return "safetensors 0.8.0 accepts such a file; the strict profile warns about it"
         return "safetensors 0.8.0 accepts such a file; only the strict profile refuses it"
     if rule.region == "format":
         return "safetensors 0.8.0 rejects such a file at the length prefix"

@@ -455,6 +455,7 @@ def _header_result(report: Report, profile: str, policy: Policy | None) -> Any: 
         not_listed=report.suppressed + sum(out.dropped.values()),
         metadata=None if report.metadata is None else dict(report.metadata),
         policy=None if policy is None else policy.source,
+        reference_valid=report.reference_valid,
     )
 
 

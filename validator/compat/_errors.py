@@ -23,6 +23,7 @@ from validator._errors import (
     WriteError,
     headline,
 )
+from validator._findings import REFERENCE_LOADS
 from validator._rules import REFERENCE_MESSAGES, Profile
 
 if TYPE_CHECKING:
@@ -115,22 +116,22 @@ def invalid_file(report: Report, context: str) -> HeaderError:
     ``context`` is the reference's prefix: "Error while deserializing header"
     (safe_open) or "Error while deserializing" (deserialize).  When only the
     strict profile refuses the file, the message says that safetensors 0.8.0
-    would load it and how to accept it.
+    loads it (validator._findings.REFERENCE_LOADS) and how to accept it.
     """
     where = report.path or "<bytes>"
     errors = report.errors
     shared = [f for f in errors if f.rule.applies_to(Profile.REFERENCE)]
     if shared:
         first = shared[0]
-        phrase = _PHRASES.get(first.rule.reference_error or "", "invalid file")
+        phrase = _PHRASES.get(report.reference_error or "", "invalid file")
         # The reference's phrase, with what the file really is when it is not
-        # safetensors at all (a pickle, an LFS pointer) rather than ST102.
+        # safetensors at all (a pickle, an LFS pointer).
         shown = headline(shared) or first
         message = f"{context}: {phrase} ({shown.format(where)})"
     else:
         first = errors[0]
         message = (
-            f"{context}: stcheck's strict profile refuses this file, which safetensors 0.8.0 would load: "
+            f"{context}: stcheck's strict profile refuses this file ({REFERENCE_LOADS}): "
             f'{first.format(where)}; pass profile="reference" to load what 0.8.0 loads'
         )
     more = len(errors) - 1

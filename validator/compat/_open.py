@@ -128,7 +128,7 @@ def _open_handle(source: Any, framework: str, profile: Profile | str) -> Safeten
     except InvalidFileError as exc:
         raise invalid_file(exc.report, "Error while deserializing header") from None
     except SourceError as exc:
-        if exc.errno is None:
+        if exc.errno in {None, errno.EISDIR}:  # a directory: the reference's own OSError, not FileNotFoundError
             raise
         where = os.fspath(source) if isinstance(source, (str, os.PathLike)) else (exc.filename or str(exc))
         text = "No such file or directory" if exc.errno == errno.ENOENT else os.strerror(exc.errno)

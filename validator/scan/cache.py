@@ -236,6 +236,7 @@ def encode(result: FileResult) -> str:
         "not_listed": result.not_listed,
         "header_span": result.header_span,
         "header_sha256": result.header_sha256,
+        "reference_valid": result.reference_valid,
         "items": items,
     }
     return _text(doc)
@@ -283,6 +284,7 @@ def decode(text: str, job: Job, options: Options) -> FileResult | None:
             cached=True,
             header_span=span,
             header_sha256=digest,
+            reference_valid=doc.get("reference_valid"),
         )
     except (ValueError, KeyError, TypeError):
         return None

@@ -30,7 +30,7 @@ from validator._check import MAX_PER_RULE, Checker
 from validator._errors import SourceError
 from validator._findings import ReportBase
 from validator._group import group_per_tensor
-from validator._rules import Profile, Severity
+from validator._rules import Profile
 from validator._source import open_regular
 from validator._walk import judge_others, walk
 from validator.io.index import is_index_name
@@ -49,9 +49,6 @@ if TYPE_CHECKING:
 SUFFIX: Final = ".safetensors"
 INCOMPLETE: Final = ".incomplete"  # huggingface_hub's name for a blob still downloading
 DEFAULT_CHUNK: Final = 16 << 20
-# Rules whose findings are grouped per file when they repeat tensor after
-# tensor (warnings are grouped whatever their region).
-_GROUPED_REGIONS: Final = frozenset({"deep", "policy"})
 
 
 @dataclass(frozen=True)
@@ -111,6 +108,7 @@ class FileResult(ReportBase[ScanItem]):
     header_sha256: str | None = None  # ...whose sha256 this is
     checked: tuple[str, str, str] | None = None  # the digest compared with: (algorithm, hex, source)
     file_kind: str | None = None  # a folder's other file: its kind (validator._kinds), set by scan.verdicts
+    reference_valid: bool | None = None  # safetensors 0.8.0 reads it (Report.reference_valid); None: not validated
 
     @property
     def active(self) -> list[ScanItem]:
@@ -149,6 +147,7 @@ class FileResult(ReportBase[ScanItem]):
             "deep": self.deep,
             "policy": self.policy,
             "suppressed": self.not_listed,
+            "reference_valid": self.reference_valid,
         }
         if self.cached:
             doc["cached"] = True
@@ -449,6 +448,7 @@ def _scan_into(
             findings.extend(report.findings)
             result.not_listed += report.suppressed
             result.header_size = report.header_size
+            result.reference_valid = report.reference_valid
             result.tensor_count = None if report.tensors is None else len(report.tensors)
             result.metadata = None if report.metadata is None else dict(report.metadata)
             if policy is not None:
@@ -492,7 +492,7 @@ def finish_items(
     """Group per-tensor repeats, count what the per-rule cap dropped, and
     apply the policy: the last step of every way a file is scanned."""
     result.not_listed += sum(dropped.values())
-    shown = group_per_tensor(list(findings), not_kept=dropped, groupable=_groupable)
+    shown = group_per_tensor(list(findings), not_kept=dropped)  # grouped as every command groups
     result.items = apply_policy(shown, policy)
 
 
@@ -508,10 +508,6 @@ def cap_per_rule(findings: Sequence[Finding], limit: int = MAX_PER_RULE) -> tupl
         else:
             kept.append(f)
     return kept, dropped
-
-
-def _groupable(finding: Finding) -> bool:
-    return finding.severity is Severity.WARNING or finding.rule.region in _GROUPED_REGIONS
 
 
 # -- many files --------------------------------------------------------------

@@ -33,7 +33,8 @@ from typing import IO, TYPE_CHECKING, Any, Final
 from urllib.parse import quote
 
 from validator._display import encodable, escape_line, escape_path, finding_line
-from validator._rules import RULES, Severity
+from validator._findings import REFERENCE_LOADS, strict_only_failure
+from validator._rules import RULES, Profile, Severity
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -105,6 +106,7 @@ def summary(results: Sequence[FileResult], errors: Sequence[str], seconds: float
         "files": len(files),
         "valid": sum(r.valid for r in files),
         "invalid": sum(not r.valid and r.error is None for r in files),
+        "reference_loads": sum(_loads(r) for r in files),
         "blobs": sum(r.kind == "blob" for r in results),
         "missing": sum(r.kind == "missing" for r in results),
         "unreadable": [_text(e) for e in [*errors, *(e for e in unreadable if e is not None)]],
@@ -124,6 +126,13 @@ def _other_kinds(results: Sequence[FileResult]) -> dict[str, int]:
     """A folder's other files (and a hub cache's non-safetensors files) per kind."""
     counts: Counter[str] = Counter(r.file_kind for r in results if r.file_kind is not None)
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _loads(r: FileResult) -> bool:
+    """The strict profile fails the file, safetensors 0.8.0 reads it (REFERENCE_LOADS)."""
+    return r.error is None and strict_only_failure(
+        r.reference_valid, (i.finding for i in r.active if i.severity is Severity.ERROR)
+    )
 
 
 # -- text -----------------------------------------------------------------------
@@ -148,8 +157,12 @@ def write_text(  # noqa: C901, PLR0912 - one branch per line kind of the text re
             if item.reason is not None:
                 line += escape_line(f" [{item.severity.value} by policy: {item.reason}]")
             out.write(line + "\n")
+        if _loads(r):
+            out.write(f"{escape_path(r.path)}: invalid ({REFERENCE_LOADS})\n")
     s = summary(results, errors, seconds)
     rows = [("files", str(s["files"])), ("valid", str(s["valid"])), ("invalid", str(s["invalid"]))]
+    if s["reference_loads"]:
+        rows.append(("  of them, 0.8.0 loads", f"{s['reference_loads']} (strict-only findings)"))
     if s["blobs"]:
         rows.append(("other blobs verified", str(s["blobs"])))
     if s["other_files"]:
@@ -262,17 +275,19 @@ def _sarif_results(r: FileResult, index: dict[str, int]) -> list[dict[str, Any]]
     if base is not None:
         location["uriBaseId"] = base
     found = []
+    loads = _loads(r)
     for item in r.items:
         f = item.finding
         region: dict[str, Any] = {"startLine": 1}
         if f.offset is not None:
             region["byteOffset"] = f.offset
             region["byteLength"] = 1
+        note = f" ({REFERENCE_LOADS})" if loads and not f.rule.applies_to(Profile.REFERENCE) else ""
         result: dict[str, Any] = {
             "ruleId": f.code,
             "ruleIndex": index[f.slug],
             "level": "error" if item.severity is Severity.ERROR else "warning",
-            "message": {"text": _text(f"{f.slug}: {f.message}")},
+            "message": {"text": _text(f"{f.slug}: {f.message}{note}")},
             "locations": [{"physicalLocation": {"artifactLocation": location, "region": region}}],
             "partialFingerprints": {"stcheck/v1": _text(f"{f.code}:{f.tensor or ''}:{f.json_path or ''}:{f.offset}")},
         }
@@ -287,6 +302,8 @@ def _sarif_results(r: FileResult, index: dict[str, int]) -> list[dict[str, Any]]
             properties["policy"] = r.policy
         if r.cached:
             properties["cached"] = True  # replayed from the results cache (--cache), not read again
+        if r.reference_valid is not None:
+            properties["referenceValid"] = r.reference_valid  # safetensors 0.8.0 reads the file
         if properties:
             result["properties"] = properties
         if item.suppressed is not None:
@@ -352,6 +369,9 @@ def _xml_text(lines: Sequence[str]) -> str:
 
 def _junit_case(r: FileResult) -> ET.Element:
     case = ET.Element("testcase", classname="stcheck.scan", name=escape_path(r.path), time=f"{r.seconds:.3f}")
+    if r.reference_valid is not None:  # whether safetensors 0.8.0 reads the file
+        props = ET.SubElement(case, "properties")
+        ET.SubElement(props, "property", name="reference_valid", value=str(r.reference_valid).lower())
     errs = [i for i in r.active if i.severity is Severity.ERROR]
     warns = [i for i in r.active if i.severity is Severity.WARNING]
     if r.error is not None:
@@ -359,10 +379,11 @@ def _junit_case(r: FileResult) -> ET.Element:
         ET.SubElement(case, "error", message=message, type="unreadable").text = message
     elif errs:
         first = errs[0].finding
+        note = f" ({REFERENCE_LOADS})" if _loads(r) else ""
         failure = ET.SubElement(
-            case, "failure", message=escape_line(f"{first.code} {first.slug}: {first.message}"), type=first.code
+            case, "failure", message=escape_line(f"{first.code} {first.slug}: {first.message}{note}"), type=first.code
         )
-        failure.text = _xml_text([finding_line(r.path, i.finding) for i in errs])
+        failure.text = _xml_text([finding_line(r.path, i.finding) for i in errs] + ([note.strip()] if note else []))
     out_lines = [f"warning: {finding_line(r.path, i.finding)}" for i in warns]
     out_lines += [
         f"suppressed ({i.suppressed}): {finding_line(r.path, i.finding)}" for i in r.items if i.suppressed is not None

@@ -278,6 +278,7 @@ def merge(job: Job, options: Options, plan_: Plan, parts: Sequence[RangePart], d
     findings = [*plan_.findings, *(f for p in parts for f in p.findings), *digest.findings]
     result.file_size = plan_.stamp[0]
     result.header_size = plan_.header_size
+    result.reference_valid = True  # plan() splits a file only when it is valid, so 0.8.0 reads it
     result.tensor_count = plan_.tensor_count
     result.metadata = plan_.metadata
     result.sha256 = digest.sha256

@@ -55,14 +55,6 @@ def _metadata_invalid(draw: st.DrawFn) -> tuple[bytes, str]:
 
 
 @st.composite
-def _metadata_null(draw: st.DrawFn) -> tuple[bytes, str]:
-    d = _base(draw)
-    d.metadata_raw = "null"
-    d.metadata_at = draw(st.integers(0, len(d.entries)))
-    return d.render(), "__metadata__: null"
-
-
-@st.composite
 def _tensor_entry_invalid(draw: st.DrawFn) -> tuple[bytes, str]:
     d = _base(draw, min_tensors=1)
     e = _pick(draw, d)
@@ -329,7 +321,6 @@ def _buffer_truncated(draw: st.DrawFn) -> tuple[bytes, str]:
 ENTRY_CORRUPTIONS: Final[dict[str, Callable[[], st.SearchStrategy[tuple[bytes, str]]]]] = {
     "header-not-object": _header_not_object,
     "metadata-invalid": _metadata_invalid,
-    "metadata-null": _metadata_null,
     "tensor-entry-invalid": _tensor_entry_invalid,
     "tensor-entry-array": _tensor_entry_array,
     "tensor-field-missing": _tensor_field_missing,
