@@ -12,6 +12,8 @@ folder.  Five calls, each on each file:
 - ``numpy.load(data)`` of the file's bytes (read before the clock);
 - ``torch.load_file(path)``.
 
+``--distinct`` gives every tensor a shape of its own ([i + 1]): a
+checkpoint repeats a few shapes, and this is the case where none repeats.
 ``--frameworks`` adds ``safe_open`` + ``get_tensor`` for "flax", "mlx" and
 "paddle" where those frameworks are installed (the conversion is the
 framework's own and costs the same on both sides).
@@ -59,13 +61,13 @@ CALLS = (
 EXTRA = ("flax", "mlx", "paddle")
 
 
-def write_file(path: Path, count: int) -> None:
-    """``count`` F32 tensors of shape [4, 4] or [8], with zeroed data."""
+def write_file(path: Path, count: int, *, distinct: bool = False) -> None:
+    """``count`` F32 tensors of shape [4, 4] or [8] (``distinct``: [i + 1]), with zeroed data."""
     header: dict[str, object] = {"__metadata__": {"format": "pt"}}
     offset = 0
     for i, name in enumerate(names(count)):
-        shape = [4, 4] if i % 3 else [8]
-        nbytes = 4 * (16 if i % 3 else 8)
+        shape = [i + 1] if distinct else [4, 4] if i % 3 else [8]
+        nbytes = 4 * shape[0] * (shape[1] if len(shape) > 1 else 1)
         header[name] = {"dtype": "F32", "shape": shape, "data_offsets": [offset, offset + nbytes]}
         offset += nbytes
     raw = json.dumps(header, separators=(",", ":")).encode()
@@ -128,13 +130,14 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=9, help="samples per side and cell; the best is shown")
     parser.add_argument("--budget", type=float, default=0.05, help="seconds of calls per sample")
     parser.add_argument("--frameworks", action="store_true", help="add flax, mlx, paddle where installed")
+    parser.add_argument("--distinct", action="store_true", help="every tensor of its own shape (no two alike)")
     args = parser.parse_args()
     table = sides(args.frameworks)
     with tempfile.TemporaryDirectory() as tmp:
         files = {}
         for count in COUNTS:
             path = Path(tmp) / f"{count}.safetensors"
-            write_file(path, count)
+            write_file(path, count, distinct=args.distinct)
             files[count] = (str(path), path.read_bytes())
         best: dict[tuple[str, int], tuple[float, float]] = {}
         for call, (ours, theirs, takes_bytes) in table.items():
