@@ -11,8 +11,14 @@
 #   devices get a copy.
 # - numpy and the frameworks the reference serves through numpy (JAX/flax,
 #   MLX, paddle, TensorFlow): writable arrays that are the caller's own, as
-#   the reference's copies are, but zero-copy: a large tensor gets its own
-#   copy-on-write mapping (see the loader's `writable`).
+#   the reference's copies are: a small tensor is read straight into a new
+#   array, a large one gets its own copy-on-write mapping (see the loader's
+#   `writable`).
+#
+# After close (from any thread) every call raises "File is closed", as the
+# reference does: a load that finds the handle closed under it says the
+# same (`_Open.failed`), and one already reading finishes with this file's
+# bytes (the loader keeps the descriptor until it returns).
 from __future__ import annotations
 
 import errno

@@ -1,8 +1,8 @@
 """``safetensors.numpy``, validating: save, save_file, load, load_file.
 
 Arrays come back writable and the caller's own, as safetensors' copies do;
-``load_file`` gives them without copying (a large tensor gets its own
-copy-on-write mapping of the file).  Dtypes numpy lacks load as ml_dtypes
+``load_file`` reads small tensors straight into them and gives large ones
+without copying (a copy-on-write mapping of the file).  Dtypes numpy lacks load as ml_dtypes
 types (BF16, the float8 types); F4 and F6 load as one ml_dtypes element per
 byte.  Every load validates first; pass ``profile="reference"`` to load what
 safetensors 0.8.0 loads.

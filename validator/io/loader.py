@@ -1,8 +1,8 @@
-# Strategy: a lazy handle over one memory-mapped file.  The file is mapped
-# once, and the validator core (`check_buffer`) reads the length prefix and
-# the header out of that same mapping, so the bytes that were validated are
-# the bytes that are used.  Offsets come from the validated report, never
-# from a second parse.  Tensors are created on demand:
+# Strategy: a lazy handle over one memory-mapped file.  The validator core
+# (`check_buffer`) reads the length prefix and the header out of the same
+# mapping (a writable numpy handle, which maps nothing else, out of one read
+# of its descriptor), so the bytes validated are the bytes used; offsets
+# come from the validated report, never from a second parse.  Tensors:
 #
 # - numpy: a read-only zero-copy view (`np.frombuffer`) of an ACCESS_READ
 #   mapping; the mapping stays alive as long as any view does.  With
@@ -19,11 +19,10 @@
 # CPU get a copy of the CPU view, after the capability table has cleared the
 # dtype or the caller's cast policy has converted it.
 #
-# The hot path (`_plain`: a byte-sized dtype, no cast, the CPU) reads the
-# report's columns directly and makes one view or one read per tensor;
-# everything else goes through `_cpu` and `_finish`.  Every read goes
-# through the handle's `Mapped`, taken once per call (see _mapping: a call
-# racing close() never reads another file through a reused descriptor).
+# The hot path (`plain`: byte-sized dtype, no cast, CPU) reads the report's
+# columns and makes one view or one read; the rest goes through `_cpu` and
+# `_finish`.  Every read goes through the handle's `Mapped`, taken once per
+# call (see _mapping: a call racing close() never reads another file).
 #
 # Truncation.  Touching a mapped page past the end of a file that shrank
 # after it was mapped raises SIGBUS, which kills the process (safetensors
@@ -84,8 +83,9 @@ class SafetensorsFile:
     validate and open a safetensors file for lazy loading.
 
     ``path`` is a path or a file object opened for reading (its descriptor
-    is used, not its name).  The file is validated from the mapped bytes
-    themselves; a file with any error finding under ``profile`` is refused
+    is used, not its name).  The file is validated from the bytes the
+    handle reads (its mapping, or with ``writable`` one read of the header
+    through the same descriptor); a file with any error finding under ``profile`` is refused
     with ``InvalidFileError`` (``.report`` holds the findings).
     ``profile="reference"`` also opens files that only safetensors 0.8.0
     accepts.
@@ -115,9 +115,8 @@ class SafetensorsFile:
     since it was opened raises ``LoadError`` instead of crashing the process.
     Views handed out earlier are not protected (see the README).
 
-    ``close()`` may be called from any thread: a call already running
-    completes with this file's bytes, and every later call raises
-    ``LoadError`` ("the handle is closed").
+    After ``close()`` (any thread) a running call completes with this file's
+    bytes; every later one raises ``LoadError``: "the handle is closed".
 
     >>> import validator
     >>> with validator.open("model.safetensors") as f:  # doctest: +SKIP
@@ -191,8 +190,7 @@ class SafetensorsFile:
         if not size:
             return check_buffer(b"", bytes, 0, profile, self.path)
         if self.writable and self.framework == "numpy":
-            # Each array is read or mapped on its own: a shared mapping (and
-            # its page fault and unmap) would only serve the header.
+            # Each array is read or mapped on its own: a shared mapping would only serve the header.
             fd = live.fd
             head = read_exact(fd, 0, min(size, _FIRST_READ))  # the prefix and, mostly, the whole header
 
