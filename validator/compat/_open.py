@@ -11,8 +11,14 @@
 #   devices get a copy.
 # - numpy and the frameworks the reference serves through numpy (JAX/flax,
 #   MLX, paddle, TensorFlow): writable arrays that are the caller's own, as
-#   the reference's copies are, but zero-copy: a large tensor gets its own
-#   copy-on-write mapping (see the loader's `writable`).
+#   the reference's copies are: a small tensor is read straight into a new
+#   array, a large one gets its own copy-on-write mapping (see the loader's
+#   `writable`).
+#
+# After close (from any thread) every call raises "File is closed", as the
+# reference does: a load that finds the handle closed under it says the
+# same (`_Open.failed`), and one already reading finishes with this file's
+# bytes (the loader keeps the descriptor until it returns).
 from __future__ import annotations
 
 import errno
@@ -150,6 +156,8 @@ class _Open:
             msg = f"Device {self.device} is not supported for framework {self.framework}"
             raise CompatError(msg)
         self.tensors = self.handle.report.tensors or {}
+        # The loader's result is final: a numpy array, or a torch tensor on the CPU.
+        self.raw = self.framework == "numpy" or (self.framework == "pytorch" and self.device == "cpu")
 
     def info(self, name: object) -> TensorInfo:
         if not isinstance(name, str):
@@ -161,6 +169,10 @@ class _Open:
             raise MissingTensorError(msg)
         return found
 
+    def failed(self, exc: LoadError) -> CompatLoadError:
+        """The reference's error for a load that failed: "File is closed" once the handle is."""
+        return CompatLoadError("File is closed" if self.handle.closed else str(exc))
+
     def cpu(self, name: str, info: TensorInfo) -> Any:  # noqa: ANN401 - a framework tensor
         """The CPU tensor in its framework's dtype (not yet moved or converted)."""
         if self.framework == "pytorch" and info.dtype in ("F6_E2M3", "F6_E3M2"):
@@ -169,22 +181,23 @@ class _Open:
         try:
             value = self.handle.load([(name, info)])[name]
         except LoadError as exc:
-            raise CompatLoadError(str(exc)) from exc
+            raise self.failed(exc) from exc
         if self.framework == "pytorch" and info.dtype == "F4":
             return _float4(value, info)
         return value
 
     def get_all(self) -> dict[str, Any]:
-        entries = self.handle.entries()
-        if self.framework == "pytorch" and any(info.dtype in ("F4", "F6_E2M3", "F6_E3M2") for _, info in entries):
-            return {name: self.finish(self.cpu(name, info), info) for name, info in entries}
+        torch = self.framework == "pytorch"
         try:
-            values = self.handle.load(entries)
+            values = self.handle.load_all(unless=_TORCH_SUBBYTE if torch else frozenset())
         except LoadError as exc:
-            raise CompatLoadError(str(exc)) from exc
-        if (self.framework == "pytorch" and self.device == "cpu") or self.framework == "numpy":
+            raise self.failed(exc) from exc
+        if values is None:  # torch and F4/F6: one by one, as get_tensor
+            return {name: self.finish(self.cpu(name, info), info) for name, info in self.handle.entries()}
+        if self.raw:
             return values
-        return {name: self.finish(values[name], info) for name, info in entries}
+        tensors = self.tensors
+        return {name: self.finish(value, tensors[name]) for name, value in values.items()}
 
     def finish(self, value: Any, info: TensorInfo) -> Any:  # noqa: ANN401 - a framework tensor
         """Move a CPU tensor to the device, or convert an array to the framework."""
@@ -193,8 +206,19 @@ class _Open:
         return _CONVERT[self.framework](value, info, self.device)
 
     def get(self, name: object) -> Any:  # noqa: ANN401 - a framework tensor
+        if type(name) is str:
+            # The direct path: a view of the mapping or one read (see the loader's `plain`).
+            try:
+                value = self.handle.plain(name)
+            except LoadError as exc:
+                raise self.failed(exc) from exc
+            if value is not None:
+                return value if self.raw else self.finish(value, self.tensors[name])
         info = self.info(name)
         return self.finish(self.cpu(str(name), info), info)
+
+
+_TORCH_SUBBYTE: Final = frozenset(("F4", "F6_E2M3", "F6_E3M2"))
 
 
 def _float4(value: Any, info: TensorInfo) -> Any:  # noqa: ANN401 - torch tensors
@@ -320,7 +344,11 @@ class safe_open:  # noqa: N801 - the safetensors name
 
     def get_tensor(self, name: str) -> Any:  # noqa: ANN401 - a framework tensor
         """The whole tensor ``name`` in the handle's framework, on its device."""
-        return self._open().get(name)
+        inner = self._inner
+        if inner is None:
+            msg = "File is closed"
+            raise CompatLoadError(msg)
+        return inner.get(name)
 
     def get_tensors(self) -> dict[str, Any]:
         """Every tensor, by name, in the order of their data."""

@@ -12,15 +12,18 @@ import os
 from typing import TYPE_CHECKING, Any, Final
 
 from validator._errors import WriteError
+from validator._findings import TensorTable
 from validator._validate import validate
 from validator.compat._errors import SaveTypeError, SerializeError, as_u64, invalid_file
+from validator.io._mapping import OWN_MAPPING, rows
 from validator.io.writer import serialize_items, to_bytes, write_file
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from validator._findings import Report, TensorInfo
+    from validator._findings import Report
     from validator._rules import Profile
+    from validator.io._mapping import Row
 
 # The dtype names TensorSpec takes (torch's spelling) -> safetensors names.
 DTYPE_CODES: Final = {
@@ -215,21 +218,23 @@ def deserialize(bytes: bytes, *, profile: Profile | str = "strict") -> list[tupl
     return out
 
 
-def copied(data: object, profile: Profile | str) -> tuple[list[tuple[str, TensorInfo]], Any]:
-    """Validate an in-memory file; its entries in file order and one copy of its data region.
+def copied(data: object, profile: Profile | str) -> tuple[list[Row], Any]:
+    """Validate an in-memory file; its tensors as rows in file order and one copy of its data region.
 
     The copy (a numpy uint8 array) is the only one: each tensor is a view of it.
     """
     import numpy as np  # noqa: PLC0415 - numpy loads only when used
 
     report, view = checked_bytes(data, profile, "Error while deserializing")
-    tensors = report.tensors or {}
     start = report.data_start or 0
     size = len(view) - start
-    # An anonymous mapping, not np.empty: numpy asks for transparent huge
-    # pages on large arrays, and the kernel may then stall to compact memory.
-    # MAP_POPULATE: the kernel provides every page at once rather than one fault at a time.
-    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_POPULATE", 0)
-    buffer = np.frombuffer(mmap.mmap(-1, size, flags=flags), np.uint8) if size else np.empty(0, np.uint8)
+    if size >= OWN_MAPPING:
+        # An anonymous mapping, not np.empty: numpy asks for transparent huge
+        # pages on large arrays, and the kernel may then stall to compact memory.
+        # MAP_POPULATE: the kernel provides every page at once rather than one fault at a time.
+        flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_POPULATE", 0)
+        buffer = np.frombuffer(mmap.mmap(-1, size, flags=flags), np.uint8)
+    else:
+        buffer = np.empty(size, np.uint8)  # a few pages: a mapping would cost more than the copy
     np.copyto(buffer, np.frombuffer(view, np.uint8, size, start))
-    return sorted(tensors.items(), key=lambda entry: entry[1].data_offsets), buffer
+    return rows(report.tensors or TensorTable.of({})), buffer

@@ -1,8 +1,8 @@
 """``safetensors.numpy``, validating: save, save_file, load, load_file.
 
 Arrays come back writable and the caller's own, as safetensors' copies do;
-``load_file`` gives them without copying (a large tensor gets its own
-copy-on-write mapping of the file).  Dtypes numpy lacks load as ml_dtypes
+``load_file`` reads small tensors straight into them and gives large ones
+without copying (a copy-on-write mapping of the file).  Dtypes numpy lacks load as ml_dtypes
 types (BF16, the float8 types); F4 and F6 load as one ml_dtypes element per
 byte.  Every load validates first; pass ``profile="reference"`` to load what
 safetensors 0.8.0 loads.
@@ -13,28 +13,30 @@ safetensors 0.8.0 loads.
 # the data region (bytes), viewed per tensor.
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
 from validator._errors import WriteError
+from validator._findings import TensorInfo
 from validator.compat._errors import CompatLoadError, SaveTypeError, SerializeError
 from validator.compat._open import safe_open
 from validator.compat._serialize import check_metadata, copied, write_items
+from validator.io._mapping import ELEMENT_BYTES, gc_paused
 from validator.io.dtypes_np import numpy_dtype, safetensors_dtype
-from validator.io.loader import gc_paused
 from validator.io.subbyte import unpack_subbyte
 from validator.io.writer import to_bytes
 
 if TYPE_CHECKING:
     import os
 
-    from validator._findings import TensorInfo
     from validator._rules import Profile
+    from validator.io._mapping import Row
 
 __all__ = ["load", "load_file", "save", "save_file"]
 
 safetensors_dtype(np.dtype(np.float32))  # builds the dtype table (ml_dtypes included) at import, not at first save
+_DTYPES: Final = {name: numpy_dtype(name) for name, size in ELEMENT_BYTES.items() if size}
 
 
 def _arrays(tensor_dict: object) -> dict[str, Any]:
@@ -76,25 +78,31 @@ def save_file(
 
 def load(data: bytes, *, profile: Profile | str = "strict") -> dict[str, np.ndarray]:
     """Validate a file held in memory and return its arrays (writable, one copy in all)."""
-    return {name: array for name, array, _ in load_items(data, profile)}
+    with gc_paused():
+        return dict(_items(*copied(data, profile)))
 
 
 def load_items(data: bytes, profile: Profile | str) -> list[tuple[str, np.ndarray, TensorInfo]]:
     """Validate an in-memory file; (name, array, header entry) for each tensor, in file order."""
     with gc_paused():
-        return _items(*copied(data, profile))
+        batch, buffer = copied(data, profile)
+        arrays = _items(batch, buffer)
+        return [
+            (name, array, TensorInfo(row[1], row[2], (row[3], row[4])))
+            for (name, array), row in zip(arrays, batch, strict=True)
+        ]
 
 
-def _items(entries: list[tuple[str, TensorInfo]], buffer: np.ndarray) -> list[tuple[str, np.ndarray, TensorInfo]]:
-    frombuffer = np.frombuffer
-    out = []
-    for name, info in entries:
-        dtype = None if info.bits % 8 else numpy_dtype(info.dtype)
-        if dtype is not None and info.nbytes and not info.begin % dtype.itemsize:
-            array = frombuffer(buffer, dtype, info.nbytes // dtype.itemsize, info.begin).reshape(info.shape)
+def _items(batch: list[Row], buffer: np.ndarray) -> list[tuple[str, np.ndarray]]:
+    """(name, array) of each row: a view of ``buffer`` where the tensor is aligned in it."""
+    frombuffer, out = np.frombuffer, []
+    for name, dtype, shape, begin, end in batch:
+        size = ELEMENT_BYTES[dtype]
+        if size and end > begin and not begin % size:
+            array = frombuffer(buffer, _DTYPES[dtype], (end - begin) // size, begin).reshape(shape)
         else:
-            array = _array(name, buffer, info)
-        out.append((name, array, info))
+            array = _array(name, buffer, TensorInfo(dtype, shape, (begin, end)))
+        out.append((name, array))
     return out
 
 

@@ -17,11 +17,12 @@ validates first; pass ``profile="reference"`` to load what 0.8.0 loads.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import torch
 
 from validator._errors import WriteError
+from validator._findings import TensorInfo
 from validator.compat._errors import (
     CompatLoadError,
     SaveRuntimeError,
@@ -31,15 +32,20 @@ from validator.compat._errors import (
 )
 from validator.compat._open import _float4, safe_open
 from validator.compat._serialize import DTYPE_CODES, check_metadata, copied, write_items
+from validator.io._mapping import ELEMENT_BYTES, gc_paused
 from validator.io.dtypes_torch import torch_dtype
-from validator.io.loader import gc_paused
 from validator.io.writer import to_bytes
 
 if TYPE_CHECKING:
     import os
 
-    from validator._findings import TensorInfo
     from validator._rules import Profile
+    from validator.io._mapping import Row
+
+# safetensors dtype -> torch dtype, for the byte-sized dtypes this torch has.
+_DTYPES: Final = {
+    name: found for name, size in ELEMENT_BYTES.items() if size and (found := torch_dtype(name)) is not None
+}
 
 __all__ = [
     "load",
@@ -226,16 +232,16 @@ def load(data: bytes, *, profile: Profile | str = "strict") -> dict[str, torch.T
         return _tensors(*copied(data, profile))
 
 
-def _tensors(entries: list[tuple[str, TensorInfo]], buffer: Any) -> dict[str, torch.Tensor]:  # noqa: ANN401 - a numpy array
-    frombuffer = torch.frombuffer
-    out = {}
-    for name, info in entries:
-        dtype = None if info.bits % 8 else torch_dtype(info.dtype)
-        if dtype is not None and info.nbytes and not info.begin % dtype.itemsize:
-            flat = frombuffer(buffer, dtype=dtype, count=info.nbytes // dtype.itemsize, offset=info.begin)
-            out[name] = flat if len(info.shape) == 1 else flat.reshape(info.shape)
+def _tensors(batch: list[Row], buffer: Any) -> dict[str, torch.Tensor]:  # noqa: ANN401 - a numpy array
+    frombuffer, dtypes, out = torch.frombuffer, _DTYPES, {}
+    for name, code, shape, begin, end in batch:
+        dtype = dtypes.get(code)
+        size = ELEMENT_BYTES[code]
+        if dtype is not None and end > begin and not begin % size:
+            flat = frombuffer(buffer, dtype=dtype, count=(end - begin) // size, offset=begin)
+            out[name] = flat if len(shape) == 1 else flat.reshape(shape)
         else:
-            out[name] = _tensor(name, buffer, info)
+            out[name] = _tensor(name, buffer, TensorInfo(code, shape, (begin, end)))
     return out
 
 

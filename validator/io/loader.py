@@ -1,13 +1,14 @@
-# Strategy: a lazy handle over one memory-mapped file.  The file is mapped
-# once, and the validator core (`check_buffer`) reads the length prefix and
-# the header out of that same mapping, so the bytes that were validated are
-# the bytes that are used.  Offsets come from the validated report, never
-# from a second parse.  Tensors are created on demand:
+# Strategy: a lazy handle over one memory-mapped file.  The validator core
+# (`check_buffer`) reads the length prefix and the header out of the same
+# mapping (a writable numpy handle, which maps nothing else, out of one read
+# of its descriptor), so the bytes validated are the bytes used; offsets
+# come from the validated report, never from a second parse.  Tensors:
 #
 # - numpy: a read-only zero-copy view (`np.frombuffer`) of an ACCESS_READ
 #   mapping; the mapping stays alive as long as any view does.  With
 #   `writable=True` each array is the caller's own: a large tensor gets its
-#   own copy-on-write mapping (zero-copy until written), a small one a copy.
+#   own copy-on-write mapping (zero-copy until written), a small one is read
+#   (`preadv`) straight into a new array.
 # - torch: a zero-copy tensor over a private copy-on-write mapping
 #   (ACCESS_COPY, MAP_PRIVATE): the buffer is writable, so torch warns about
 #   nothing, pages stay shared with the page cache until written, and a write
@@ -18,97 +19,63 @@
 # CPU get a copy of the CPU view, after the capability table has cleared the
 # dtype or the caller's cast policy has converted it.
 #
+# The hot path (`plain`: byte-sized dtype, no cast, CPU) reads the report's
+# columns and makes one view or one read; the rest goes through `_cpu` and
+# `_finish`.  Every read goes through the handle's `Mapped`, taken once per
+# call (see _mapping: a call racing close() never reads another file).
+#
 # Truncation.  Touching a mapped page past the end of a file that shrank
 # after it was mapped raises SIGBUS, which kills the process (safetensors
-# 0.8.0 dies the same way).  The handle keeps its descriptor and re-checks the
-# file size before it hands out each tensor; what it cannot guard is a view
-# handed out earlier, or a truncation between the check and the first read.
+# 0.8.0 dies the same way).  The handle re-checks the file size before it
+# hands out each view (a read into new memory just comes back short); what
+# it cannot guard is a view handed out earlier, or a truncation between the
+# check and the first read.
 from __future__ import annotations
 
-import contextlib
-import gc
 import mmap
-import os
-import stat
-import weakref
 from typing import TYPE_CHECKING, Any, BinaryIO, Final
 
-from validator._dtypes import DTYPE_BITS, element_bytes
-from validator._errors import DeviceError, InvalidFileError, LoadError, SourceError, TensorNotFoundError
+from validator._dtypes import DTYPE_BITS
+from validator._errors import DeviceError, InvalidFileError, LoadError, TensorNotFoundError
+from validator._findings import TensorInfo, TensorTable
 from validator._rules import PREFIX_LEN
-from validator._source import open_regular, os_error
+from validator._source import os_error, read_exact
 from validator._validate import _profile, check_buffer
+from validator.io._mapping import (
+    ELEMENT_BYTES,
+    OWN_MAPPING,
+    Mapped,
+    Row,
+    closed_error,
+    columns,
+    data_order,
+    gc_paused,
+    lazy,
+    lazy_torch,
+    open_source,
+    resolve_cast,
+    rows,
+    truncated_error,
+)
 from validator.io.devices import ensure_available, parse_device, platform_facts, unsupported_reason
 from validator.io.subbyte import unpack_subbyte
 
 if TYPE_CHECKING:
+    import os
     from collections.abc import Iterator, Mapping
 
-    from validator._findings import Report, TensorInfo
+    from validator._findings import Report
     from validator._rules import Profile
 
-# Bytes per element; 0 for the sub-byte dtypes, which are never "misaligned".
-_ELEMENT_BYTES = {name: element_bytes(name) or 0 for name in DTYPE_BITS}
-_FRAMEWORKS = {"numpy": "numpy", "np": "numpy", "torch": "torch", "pt": "torch"}
-_SUBBYTE_POLICIES = ("packed", "unpack")
-# writable=True: tensors of at least this many bytes get their own mapping.
-_OWN_MAPPING: Final = 1 << 20
+__all__ = ["SafetensorsFile", "TensorSlice", "gc_paused", "open_file"]
 
+# A writable numpy handle validates from one read of this many bytes (header longer: a second read).
+_FIRST_READ: Final = 1 << 16
+# dtype -> bytes per element, for the dtypes `plain` may serve (the byte-sized ones).
+_DIRECT: Final = {name: size for name, size in ELEMENT_BYTES.items() if size}
 
-def _open_source(source: object) -> tuple[int, os.stat_result, str]:
-    """(descriptor, stat, name) for a path or an open file; the caller owns the descriptor."""
-    if isinstance(source, (str, os.PathLike)):
-        path = os.fspath(source)
-        if not isinstance(path, str):
-            msg = f"{path!r}: pass the path as str, not bytes"
-            raise SourceError(msg)
-        fd, st = open_regular(path)
-        return fd, st, path
-    fileno = getattr(source, "fileno", None)
-    if fileno is None:
-        msg = f"cannot open a {type(source).__name__}; pass a path or a file opened for reading"
-        raise SourceError(msg)
-    name = getattr(source, "name", None)
-    where = name if isinstance(name, str) else f"<{type(source).__name__}>"
-    try:
-        fd = os.dup(fileno())
-    except (OSError, ValueError) as exc:
-        msg = f"{where}: the file object has no usable descriptor ({exc})"
-        raise SourceError(msg) from exc
-    try:
-        st = os.fstat(fd)
-    except OSError as exc:
-        os.close(fd)
-        raise os_error(where, exc) from exc
-    if not stat.S_ISREG(st.st_mode):
-        os.close(fd)
-        msg = f"{where}: not a regular file"
-        raise SourceError(msg)
-    return fd, st, where
-
-
-_LAZY: dict[str, Any] = {}
-
-
-def _lazy() -> dict[str, Any]:
-    """numpy, torch and their dtype tables, imported once, on first use."""
-    if "np" not in _LAZY:
-        import numpy as np  # noqa: PLC0415 - numpy/torch load only when a tensor is read
-
-        from validator.io.dtypes_np import numpy_dtype  # noqa: PLC0415 - numpy/torch load only when a tensor is read
-
-        _LAZY.update(np=np, numpy_dtype=numpy_dtype, uint8=np.dtype(np.uint8))
-    return _LAZY
-
-
-def _lazy_torch() -> dict[str, Any]:
-    if "torch" not in _LAZY:
-        import torch  # noqa: PLC0415 - numpy/torch load only when a tensor is read
-
-        from validator.io.dtypes_torch import torch_dtype  # noqa: PLC0415 - numpy/torch load only when a tensor is read
-
-        _LAZY.update(torch=torch, torch_dtype=torch_dtype)
-    return _LAZY
+_FRAMEWORKS: Final = {"numpy": "numpy", "np": "numpy", "torch": "torch", "pt": "torch"}
+_SUBBYTE_POLICIES: Final = ("packed", "unpack")
 
 
 class SafetensorsFile:
@@ -116,8 +83,9 @@ class SafetensorsFile:
     validate and open a safetensors file for lazy loading.
 
     ``path`` is a path or a file object opened for reading (its descriptor
-    is used, not its name).  The file is validated from the mapped bytes
-    themselves; a file with any error finding under ``profile`` is refused
+    is used, not its name).  The file is validated from the bytes the
+    handle reads (its mapping, or with ``writable`` one read of the header
+    through the same descriptor); a file with any error finding under ``profile`` is refused
     with ``InvalidFileError`` (``.report`` holds the findings).
     ``profile="reference"`` also opens files that only safetensors 0.8.0
     accepts.
@@ -128,7 +96,8 @@ class SafetensorsFile:
     file).  A tensor whose start is misaligned for its element size is copied
     once; ``handle.misaligned`` names them.  ``writable=True`` (numpy) gives
     writable arrays, each independent of the file and of every other array:
-    large tensors get their own copy-on-write mapping, small ones are copied.
+    large tensors get their own copy-on-write mapping, small ones are read
+    into memory of their own.
 
     ``device``: ``"cpu"``, ``"mps"``, ``"cuda"`` or ``"cuda:N"`` (torch only).
     A dtype the device cannot hold raises ``DeviceError``, unless ``cast``
@@ -145,6 +114,9 @@ class SafetensorsFile:
     tensor is handed out the file's size is checked again: a file truncated
     since it was opened raises ``LoadError`` instead of crashing the process.
     Views handed out earlier are not protected (see the README).
+
+    After ``close()`` (any thread) a running call completes with this file's
+    bytes; every later one raises ``LoadError``: "the handle is closed".
 
     >>> import validator
     >>> with validator.open("model.safetensors") as f:  # doctest: +SKIP
@@ -173,80 +145,90 @@ class SafetensorsFile:
         if fw == "torch" and subbyte != "packed":
             msg = "torch has no one-element-per-byte float4/float6 dtypes; use subbyte='packed'"
             raise ValueError(msg)
-        kind, _ = parse_device(device)
+        kind = "cpu" if device == "cpu" else parse_device(device)[0]
         if fw == "numpy" and kind != "cpu":
             msg = f"numpy arrays live on the CPU; device {device!r} needs framework='torch'"
             raise DeviceError(msg)
         self.framework = fw
         self.subbyte = subbyte
         self.writable = writable
-        self._cast = _resolve_cast(cast or {}, fw)
+        self._cast = resolve_cast(cast, fw) if cast else {}
         self.device = ensure_available(device) if fw == "torch" else "cpu"
-        self._kind = parse_device(self.device)[0]
+        self._kind = parse_device(self.device)[0] if fw == "torch" else "cpu"
         self._os = platform_facts(self._kind)
+        self._tables: tuple[Any, ...] | None = None  # the framework's functions and dtypes, on first use
+        self._order: list[tuple[str, int]] | None = None  # (name, row) in the order of the data, on first use
         prof = _profile(profile)
-        self._mm: mmap.mmap | None = None
-        self._batch: int | None = None  # the file size checked for a batch of tensors
-        self._private: mmap.mmap | None = None  # a batch's own copy-on-write mapping
-        fd, st, self.path = _open_source(path)
-        self._fd = fd
-        self._closer = weakref.finalize(self, os.close, fd)
+        fd, st, self.path = open_source(path)
+        self._live: Mapped | None = None
+        live = Mapped(fd, st.st_size, mmap.ACCESS_COPY if fw == "torch" else mmap.ACCESS_READ)  # owns fd from here
         self._size = st.st_size
         try:
-            if st.st_size:
-                access = mmap.ACCESS_COPY if fw == "torch" else mmap.ACCESS_READ
-                self._mm = mmap.mmap(fd, st.st_size, access=access)
+            report = self._validate(live, prof)
         except OSError as exc:
-            self._closer()
+            live.close_now()
             raise os_error(self.path, exc) from exc
-        report = self._validate(prof)
+        except BaseException:
+            live.close_now()
+            raise
         if not report.valid:
-            self.close()
+            live.close_now()
             raise InvalidFileError(report)
+        self._live = live
         self.report: Report = report
-        """The validation report of the mapped bytes (warnings included)."""
-        self._tensors: Mapping[str, TensorInfo] = report.tensors or {}
+        """The validation report of the bytes the handle reads (warnings included)."""
+        self._tensors: Mapping[str, TensorInfo] = report.tensors or TensorTable.of({})
+        self._index, self._kinds, self._begins, self._ends, self._parse = columns(self._tensors)
+        self._parsed: dict[Any, tuple[str, tuple[int, ...]]] = {}  # kind -> (dtype, shape)
         self._data_start: int = report.data_start or 0
+        # `plain` serves a dtype directly unless the cast policy converts it or the device is not the CPU.
+        self._direct = _DIRECT if not self._cast else {d: n for d, n in _DIRECT.items() if d not in self._cast}
 
-    def _validate(self, profile: Profile) -> Report:
-        with gc_paused():
-            view = self._mm
-            if view is None:
-                return check_buffer(b"", bytes, 0, profile, self.path)
-            return check_buffer(
-                view[:PREFIX_LEN],
-                lambda n: view[PREFIX_LEN : PREFIX_LEN + n],
-                self._size,
-                profile,
-                self.path,
-            )
+    def _validate(self, live: Mapped, profile: Profile) -> Report:
+        """Validate the bytes the handle will read: its mapping, or its descriptor when it needs no mapping."""
+        size = self._size
+        if not size:
+            return check_buffer(b"", bytes, 0, profile, self.path)
+        if self.writable and self.framework == "numpy":
+            # Each array is read or mapped on its own: a shared mapping would only serve the header.
+            fd = live.fd
+            head = read_exact(fd, 0, min(size, _FIRST_READ))  # the prefix and, mostly, the whole header
+
+            def header(n: int) -> bytes:
+                return (
+                    head[PREFIX_LEN : PREFIX_LEN + n] if PREFIX_LEN + n <= len(head) else read_exact(fd, PREFIX_LEN, n)
+                )
+
+            return check_buffer(head[:PREFIX_LEN], header, size, profile, self.path)
+        view = live.mapping()
+        return check_buffer(view[:PREFIX_LEN], lambda n: view[PREFIX_LEN : PREFIX_LEN + n], size, profile, self.path)
 
     # -- the mapping -------------------------------------------------------
 
     @property
     def closed(self) -> bool:
         """Whether ``close()`` was called."""
-        return not self._closer.alive
+        return self._live is None
 
     def close(self) -> None:
-        """Release the mapping once no array or tensor uses it any more.
+        """Release the descriptor and the mapping once nothing uses them any more.
 
         Arrays and tensors already handed out stay valid: they keep the
-        mapping alive, and it is unmapped when the last of them goes.
+        mapping alive, and it is unmapped when the last of them goes.  A call
+        running in another thread finishes with this file's bytes; the
+        descriptor is closed when it returns.
         """
-        self._closer()
-        mm, self._mm = self._mm, None
-        if mm is None:
-            return
-        if self.framework == "torch":
-            # torch.frombuffer keeps a reference to the mapping object but no
-            # buffer export, so mmap.close() would not refuse: it would unmap
-            # memory that live tensors point into.  Drop our reference only;
-            # the mapping is unmapped when the last tensor goes.
-            return
-        # numpy views still export the buffer: then garbage collection unmaps it.
-        with contextlib.suppress(BufferError):
-            mm.close()
+        # Dropping the reference is the whole of it (see _mapping.Mapped).
+        # torch.frombuffer keeps a reference to the mapping object but no
+        # buffer export, so mmap.close() would unmap memory that live tensors
+        # point into: the mapping is never closed explicitly.
+        self._live = None
+
+    def _mapped(self) -> Mapped:
+        live = self._live
+        if live is None:
+            raise closed_error(self.path)
+        return live
 
     def __enter__(self) -> SafetensorsFile:  # noqa: PYI034 - not meant to be subclassed
         return self
@@ -258,20 +240,27 @@ class SafetensorsFile:
 
     def keys(self) -> list[str]:
         """Tensor names, sorted."""
-        return sorted(self._tensors)
+        return sorted(self._index)
 
     def offset_keys(self) -> list[str]:
         """Tensor names in the order of their data in the file."""
-        return [name for name, _ in self.entries()]
+        return [name for name, _ in self._data_order()]
+
+    def _data_order(self) -> list[tuple[str, int]]:
+        """(name, row) of every tensor, ordered by data offsets (stable: header order on ties)."""
+        order = self._order
+        if order is None:
+            order = self._order = data_order(self._tensors)
+        return order
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.keys())
 
     def __len__(self) -> int:
-        return len(self._tensors)
+        return len(self._index)
 
     def __contains__(self, name: object) -> bool:
-        return name in self._tensors
+        return name in self._index
 
     def metadata(self) -> dict[str, str] | None:
         """The ``__metadata__`` map, or None when the header has none."""
@@ -289,7 +278,7 @@ class SafetensorsFile:
         when its key is not a tensor and its value is one.
         """
         meta = self.report.metadata or {}
-        return {key: value for key, value in meta.items() if key not in self._tensors and value in self._tensors}
+        return {key: value for key, value in meta.items() if key not in self._index and value in self._index}
 
     def info(self, name: str) -> TensorInfo:
         """The header entry of tensor ``name`` (or of the tensor it aliases)."""
@@ -297,7 +286,7 @@ class SafetensorsFile:
         if found is not None:
             return found
         target = (self.report.metadata or {}).get(name)
-        if target is not None and target in self._tensors:
+        if target is not None and target in self._index:
             return self._tensors[target]
         msg = f"{self.path}: no tensor named {name!r}"
         raise TensorNotFoundError(msg)
@@ -312,65 +301,145 @@ class SafetensorsFile:
         return frozenset(name for name, info in self._tensors.items() if self._is_misaligned(info))
 
     def _is_misaligned(self, info: TensorInfo) -> bool:
-        size = _ELEMENT_BYTES[info.dtype]
+        size = ELEMENT_BYTES[info.dtype]
         return size > 1 and (self._data_start + info.begin) % size != 0 and info.numel > 0
 
     # -- tensors ---------------------------------------------------------
 
     def get(self, name: str) -> Any:  # noqa: ANN401 - numpy array or torch tensor
         """Tensor ``name`` as a numpy array or torch tensor on the handle's device."""
+        if type(name) is str:
+            value = self.plain(name)
+            if value is not None:
+                return value
         info = self.info(name)
         return self._finish(name, info, self._cpu(name, info))
 
     def __getitem__(self, name: str) -> Any:  # noqa: ANN401 - numpy array or torch tensor
         return self.get(name)
 
+    def _framework(self) -> tuple[Any, ...]:
+        """(np.empty, np.frombuffer, dtypes) or (None, torch.frombuffer, dtypes), imported on first use."""
+        tables = self._tables
+        if tables is None:
+            if self.framework == "torch":
+                found = lazy_torch()
+                tables = (None, found["torch"].frombuffer, found["torch_dtypes"])
+            else:
+                found = lazy()
+                tables = (found["np"].empty, found["np"].frombuffer, found["np_dtypes"])
+            self._tables = tables
+        return tables
+
+    def plain(self, name: str) -> Any:  # noqa: ANN401 - numpy array or torch tensor
+        """Tensor ``name`` by the direct path, or None where it needs the general one.
+
+        The direct path serves a tensor (not an alias) of a byte-sized dtype
+        with data, on the CPU, with no cast: one view of the mapping, or for
+        a small writable array one read into new memory.  The caller then
+        has the result ``get`` would give.
+        """
+        row = self._index.get(name)
+        if row is None:
+            return None
+        kind = self._kinds[row]
+        parsed = self._parsed.get(kind)  # a checkpoint repeats a few (dtype, shape) kinds
+        if parsed is None:
+            parsed = self._parsed[kind] = self._parse(kind)
+        dtype, shape = parsed
+        size = self._direct.get(dtype) if self._kind == "cpu" else None
+        begin = self._begins[row]
+        nbytes = self._ends[row] - begin
+        if not size or not nbytes:
+            return None
+        live = self._live
+        if live is None:
+            raise closed_error(self.path)
+        empty, frombuffer, dtypes = self._tables or self._framework()
+        start = self._data_start + begin
+        if self.writable:
+            return live.read(empty(shape, dtypes[dtype]), start, self.path) if nbytes < OWN_MAPPING else None
+        if start % size:
+            return None
+        if live.current_size(self.path) < start + nbytes:
+            raise truncated_error(self.path, name, live.current_size(self.path), start + nbytes)
+        if empty is None:  # torch
+            torch_dtype = dtypes[dtype]
+            if torch_dtype is None:
+                return None
+            flat = frombuffer(live.mapping(), dtype=torch_dtype, count=nbytes // size, offset=start)
+            return flat if len(shape) == 1 else flat.reshape(shape)
+        return frombuffer(live.mapping(), dtypes[dtype], nbytes // size, start).reshape(shape)
+
     def entries(self) -> list[tuple[str, TensorInfo]]:
         """(name, header entry) of every tensor, in the order of their data."""
+        tensors = self._tensors
         with gc_paused():
-            return sorted(self._tensors.items(), key=lambda entry: entry[1].data_offsets)
+            return [(name, tensors[name]) for name, _ in self._data_order()]
 
     def load(self, entries: list[tuple[str, TensorInfo]]) -> dict[str, Any]:
         """The tensors of ``entries`` (from ``entries()``), after one size check for all of them.
 
-        With ``writable``, a batch of several tensors is served from one new
-        copy-on-write mapping: zero-copy, and independent of every other load.
+        With ``writable``, a batch of several tensors is served from memory
+        of its own (one new copy-on-write mapping, or one read for a small
+        batch): zero-copy, and independent of every other load.
         """
-        end = max((info.end for _, info in entries), default=0)
-        self._batch = _current_size(self._fd, self.path) if entries and not self.closed else None
-        try:
-            if self._batch is not None and self._batch < self._data_start + end:
-                self._batch = None  # let the per-tensor check name the first one cut off
-            if self.writable and self._batch is not None and len(entries) > 1:
-                with contextlib.suppress(OSError):  # out of mappings: one copy per tensor
-                    self._private = mmap.mmap(self._fd, self._size, access=mmap.ACCESS_COPY)
-            with gc_paused():
-                return self._views(entries)
-        finally:
-            self._batch = self._private = None
+        batch = [(name, info.dtype, info.shape, *info.data_offsets) for name, info in entries]
+        return self._batch(batch, dict(entries))
 
-    def _views(self, entries: list[tuple[str, TensorInfo]]) -> dict[str, Any]:
-        """The batch's tensors: plain aligned ones as direct views (the common case, made cheap)."""
-        torch = self.framework == "torch"
-        buf = self._mm if torch or not self.writable else self._private
-        plain = buf is not None and self._kind == "cpu"
-        lazy = _lazy_torch() if torch else _lazy()
-        frombuffer, to_dtype = (lazy["torch"].frombuffer, lazy["torch_dtype"]) if torch else (None, lazy["numpy_dtype"])
-        np_frombuffer, start, cast, out = _lazy()["np"].frombuffer, self._data_start, self._cast, {}
-        for name, info in entries:
-            begin, end = info.data_offsets
-            size = _ELEMENT_BYTES[info.dtype]
-            if plain and size and end > begin and not (start + begin) % size and info.dtype not in cast:
-                dtype = to_dtype(info.dtype)
-                if frombuffer is None:
-                    out[name] = np_frombuffer(buf, dtype, (end - begin) // size, start + begin).reshape(info.shape)
-                    continue
-                if dtype is not None:
-                    flat = frombuffer(buf, dtype=dtype, count=(end - begin) // size, offset=start + begin)
-                    out[name] = flat if len(info.shape) == 1 else flat.reshape(info.shape)
-                    continue
-            out[name] = self._finish(name, info, self._cpu(name, info))
+    def load_all(self, *, unless: frozenset[str] = frozenset()) -> dict[str, Any] | None:
+        """Every tensor, in the order of their data (as ``load(entries())``).
+
+        None, before anything is loaded, when a tensor has one of the
+        dtypes in ``unless``.
+        """
+        with gc_paused():
+            batch = rows(self._tensors, self._data_order())
+            if unless and any(row[1] in unless for row in batch):
+                return None
+            return self._batch(batch, None)
+
+    def _batch(self, batch: list[Row], infos: dict[str, TensorInfo] | None) -> dict[str, Any]:
+        """The tensors of ``batch``: the direct ones as views of one buffer, the others one by one."""
+        if not batch:
+            return {}
+        live = self._mapped()
+        data_start = self._data_start
+        end = data_start + max(row[4] for row in batch)
+        buf, base = None, 0  # else one by one: the per-tensor size check names the first tensor cut off
+        if self.writable and len(batch) > 1:
+            buf, base = self._own_batch(live, min(row[3] for row in batch), end)
+        elif not self.writable and live.current_size(self.path) >= end:
+            buf = live.mapping()
+        empty, frombuffer, dtypes = self._tables or self._framework()
+        direct = self._direct if self._kind == "cpu" else {}
+        out: dict[str, Any] = {}
+        with gc_paused():
+            for name, dtype, shape, begin, stop in batch:
+                size = direct.get(dtype)
+                start = data_start + begin - base
+                if buf is not None and size and stop > begin and not start % size:
+                    count = (stop - begin) // size
+                    if empty is not None:
+                        out[name] = frombuffer(buf, dtypes[dtype], count, start).reshape(shape)
+                        continue
+                    if dtypes[dtype] is not None:
+                        flat = frombuffer(buf, dtype=dtypes[dtype], count=count, offset=start)
+                        out[name] = flat if len(shape) == 1 else flat.reshape(shape)
+                        continue
+                info = infos[name] if infos is not None else TensorInfo(dtype, shape, (begin, stop))
+                out[name] = self._finish(name, info, self._cpu(name, info))
         return out
+
+    def _own_batch(self, live: Mapped, first: int, end: int) -> tuple[Any, int]:
+        """(buffer, its file offset) of a writable batch: memory of its own holding file bytes [.., end)."""
+        start = self._data_start + first
+        if end - start < OWN_MAPPING:
+            np = lazy()["np"]
+            buf = live.read(np.empty(end - start, np.uint8), start, self.path)
+            return (buf, start) if buf is not None else (None, 0)
+        own = live.private(0, self._size) if live.current_size(self.path) >= end else None
+        return (own[0], 0) if own is not None else (None, 0)  # cut off, or out of mappings: one by one
 
     def get_slice(self, name: str) -> TensorSlice:
         """A lazy slice proxy: ``handle.get_slice("w")[:, 0:8]`` reads only the
@@ -384,78 +453,72 @@ class SafetensorsFile:
             raise LoadError(msg)
         return TensorSlice(self, name, info)
 
-    def _buffer(self, name: str, info: TensorInfo) -> mmap.mmap:
-        if self._mm is None or self._mm.closed or self.closed:
-            msg = f"{self.path}: the handle is closed"
-            raise LoadError(msg)
+    def _buffer(self, live: Mapped, name: str, info: TensorInfo) -> mmap.mmap:
         end = self._data_start + info.end
-        size = self._batch if self._batch is not None else _current_size(self._fd, self.path)
+        size = live.current_size(self.path)
         if size < end:
-            msg = (
-                f"{self.path}: the file shrank to {size} bytes after it was opened; tensor {name!r} "
-                f"ends at byte {end}, and reading past the end of a mapped file would kill the process (SIGBUS)"
-            )
-            raise LoadError(msg)
-        return self._mm
+            raise truncated_error(self.path, name, size, end)
+        return live.mapping()
 
     def _cpu(self, name: str, info: TensorInfo) -> Any:  # noqa: ANN401
+        live = self._mapped()
         start = self._data_start + info.begin
         if self.framework == "torch":
-            return self._cpu_torch(name, info, start)
-        return self._cpu_numpy(name, info, start)
+            return self._cpu_torch(live, name, info, start)
+        return self._cpu_numpy(live, name, info, start)
 
-    def _cpu_numpy(self, name: str, info: TensorInfo, start: int) -> Any:  # noqa: ANN401
-        lazy = _lazy()
-        np = lazy["np"]
-        if not _ELEMENT_BYTES[info.dtype]:
+    def _cpu_numpy(self, live: Mapped, name: str, info: TensorInfo, start: int) -> Any:  # noqa: ANN401
+        found = lazy()
+        np = found["np"]
+        if not ELEMENT_BYTES[info.dtype]:
             if not info.nbytes:
                 raw = np.empty(0, np.uint8)
             elif self.writable and self.subbyte == "packed":
-                return self._own(name, info, start, np.dtype(np.uint8), info.nbytes)
+                return self._own(live, name, info, start, np.dtype(np.uint8))
             else:
-                raw = np.frombuffer(self._buffer(name, info), np.uint8, info.nbytes, start)
+                raw = np.frombuffer(self._buffer(live, name, info), np.uint8, info.nbytes, start)
             if self.subbyte == "packed":
                 return raw
             out = unpack_subbyte(raw, info.dtype, info.numel).reshape(info.shape)
             out.flags.writeable = self.writable
             return out
-        dtype = lazy["numpy_dtype"](info.dtype)
+        dtype = found["numpy_dtype"](info.dtype)
         if info.numel == 0:
             try:
                 out = np.empty(info.shape, dtype)
             except (ValueError, OverflowError):
                 raise self._unrepresentable(name, info, "numpy") from None
         elif self._is_misaligned(info):
-            raw = np.frombuffer(self._buffer(name, info), np.uint8, info.nbytes, start)
+            raw = np.frombuffer(self._buffer(live, name, info), np.uint8, info.nbytes, start)
             out = raw.copy().view(dtype).reshape(info.shape)
         elif self.writable:
-            return self._own(name, info, start, dtype, info.numel).reshape(info.shape)
+            return self._own(live, name, info, start, dtype).reshape(info.shape)
         else:
-            return np.frombuffer(self._buffer(name, info), dtype, info.numel, start).reshape(info.shape)
+            return np.frombuffer(self._buffer(live, name, info), dtype, info.numel, start).reshape(info.shape)
         out.flags.writeable = self.writable
         return out
 
-    def _own(self, name: str, info: TensorInfo, start: int, dtype: Any, count: int) -> Any:  # noqa: ANN401
+    def _own(self, live: Mapped, name: str, info: TensorInfo, start: int, dtype: Any) -> Any:  # noqa: ANN401
         """A writable array of the caller's own: a private mapping, or a copy when small."""
-        np = _lazy()["np"]
-        shared = self._buffer(name, info)
-        if self._private is not None:
-            return np.frombuffer(self._private, dtype, count, start)
-        if info.nbytes >= _OWN_MAPPING:
-            base = start - start % mmap.ALLOCATIONGRANULARITY
-            with contextlib.suppress(OSError):  # out of mappings: copy instead
-                own = mmap.mmap(self._fd, start + info.nbytes - base, access=mmap.ACCESS_COPY, offset=base)
-                return np.frombuffer(own, dtype, count, start - base)
-        return np.frombuffer(shared, dtype, count, start).copy()
+        np = lazy()["np"]
+        count = info.nbytes // dtype.itemsize
+        if info.nbytes >= OWN_MAPPING:
+            self._buffer(live, name, info)  # the size check
+            own = live.private(start, info.nbytes)
+            if own is not None:  # else out of mappings: copy instead
+                return np.frombuffer(own[0], dtype, count, own[1])
+        out = live.read(np.empty(count, dtype), start, self.path)
+        return out if out is not None else np.frombuffer(self._buffer(live, name, info), dtype, count, start).copy()
 
-    def _cpu_torch(self, name: str, info: TensorInfo, start: int) -> Any:  # noqa: ANN401
-        lazy = _lazy_torch()
-        torch = lazy["torch"]
-        if not _ELEMENT_BYTES[info.dtype]:
+    def _cpu_torch(self, live: Mapped, name: str, info: TensorInfo, start: int) -> Any:  # noqa: ANN401
+        found = lazy_torch()
+        torch = found["torch"]
+        if not ELEMENT_BYTES[info.dtype]:
             if not info.nbytes:
                 return torch.empty(0, dtype=torch.uint8)
-            return torch.frombuffer(self._buffer(name, info), dtype=torch.uint8, count=info.nbytes, offset=start)
-        dtype = lazy["torch_dtype"](info.dtype)
+            buf = self._buffer(live, name, info)
+            return torch.frombuffer(buf, dtype=torch.uint8, count=info.nbytes, offset=start)
+        dtype = found["torch_dtype"](info.dtype)
         if dtype is None:
             msg = f"tensor {name!r}: this torch ({torch.__version__}) has no dtype for {info.dtype}"
             raise LoadError(msg)
@@ -470,10 +533,11 @@ class SafetensorsFile:
                 return torch.empty_strided(info.shape, (0,) * len(info.shape), dtype=dtype)
             except (RuntimeError, TypeError, OverflowError):
                 raise self._unrepresentable(name, info, "torch") from None
+        buf = self._buffer(live, name, info)
         if self._is_misaligned(info):
-            raw = torch.frombuffer(self._buffer(name, info), dtype=torch.uint8, count=info.nbytes, offset=start)
+            raw = torch.frombuffer(buf, dtype=torch.uint8, count=info.nbytes, offset=start)
             return raw.clone().view(dtype).reshape(info.shape)
-        flat = torch.frombuffer(self._buffer(name, info), dtype=dtype, count=info.numel, offset=start)
+        flat = torch.frombuffer(buf, dtype=dtype, count=info.numel, offset=start)
         return flat if len(info.shape) == 1 else flat.reshape(info.shape)
 
     def _unrepresentable(self, name: str, info: TensorInfo, framework: str) -> LoadError:
@@ -506,59 +570,6 @@ class SafetensorsFile:
                 )
                 raise DeviceError(msg)
         return value.to(self.device)
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause garbage collection while many tensors are made."""
-    # Many tensors allocate many small, acyclic objects; with a large heap
-    # (torch imported) each full collection they trigger costs tens of
-    # milliseconds, so collection pauses meanwhile.
-    paused = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if paused:
-            gc.enable()
-
-
-def _current_size(fd: int, path: str) -> int:
-    try:
-        return os.fstat(fd).st_size
-    except OSError as exc:  # pragma: no cover - fstat of an open descriptor
-        raise os_error(path, exc) from exc
-
-
-def _resolve_cast(cast: Mapping[str, str], framework: str) -> dict[str, tuple[str | None, Any]]:
-    """Check a cast policy once, at open: ``{source: (safetensors name or None, target dtype)}``."""
-    out: dict[str, tuple[str | None, Any]] = {}
-    for source, target in cast.items():
-        if source not in DTYPE_BITS:
-            msg = f"cast policy names unknown dtype {source!r}"
-            raise ValueError(msg)
-        if framework == "torch":
-            from validator.io.dtypes_torch import parse_cast_target, safetensors_dtype  # noqa: PLC0415 - torch loads only when asked for
-
-            found = parse_cast_target(target)
-            out[source] = (safetensors_dtype(found), found)
-        else:
-            out[source] = (None, _numpy_cast_target(target))
-    return out
-
-
-def _numpy_cast_target(target: str) -> Any:  # noqa: ANN401 - a numpy dtype
-    """A numpy cast target given as a safetensors name ("F32") or a numpy name ("float32")."""
-    lazy = _lazy()
-    if target in DTYPE_BITS and DTYPE_BITS[target] % 8 == 0:
-        return lazy["numpy_dtype"](target)
-    import ml_dtypes  # noqa: PLC0415 - numpy names for bfloat16 and the float8 types
-
-    try:
-        return lazy["np"].dtype(getattr(ml_dtypes, target, target) if isinstance(target, str) else target)
-    except TypeError:
-        msg = f"unknown cast target {target!r}; use a safetensors dtype such as 'F32' or a numpy dtype name"
-        raise ValueError(msg) from None
 
 
 class TensorSlice:
