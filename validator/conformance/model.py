@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
+from validator._command import Completed
 from validator._errors import StcheckError
 from validator._rejection import REJECT_EXIT
 
@@ -128,14 +129,9 @@ class Result:
         }
 
 
-@dataclass
-class Raw:
-    rc: int | None
-    signal: int | None
-    stdout: str
-    stderr: str
-    seconds: float
-    timed_out: bool = False
+# What one run of a loader left (exit code or signal, bounded output): the
+# command runner's own record, so the two cannot drift apart.
+Raw = Completed
 
 
 def totals(results: Iterable[Result]) -> dict[str, dict[str, int]]:
