@@ -180,7 +180,10 @@ def job_context(
     if job.policy is not None:  # alive as long as the job: its id is a safe key meanwhile
         policy = memo.get(("policy", id(job.policy))) or policy_hash(job.policy) or ""
         memo[("policy", id(job.policy))] = policy
-    fields = (policy, job.validate, job.checksum_required, expected, listed_fields)
+    # The digests a model signature asks for are part of how the file was
+    # read: a row without them must not answer a scan that compares them.
+    digests = [[d.algorithm, d.shard_size] for d in sorted(job.digests)]
+    fields = (policy, job.validate, job.checksum_required, expected, listed_fields, repr(digests))
     known = memo.get(fields)
     if known is not None:
         return known
@@ -194,6 +197,7 @@ def job_context(
             "sha256": options.sha256,
             "checksums": options.checksums is not None,
             "listed": None if listed_fields is None else list(listed_fields),
+            **({"digests": digests} if digests else {}),
         }
     )
     return made
@@ -236,6 +240,8 @@ def encode(result: FileResult) -> str:
         "not_listed": result.not_listed,
         "header_span": result.header_span,
         "header_sha256": result.header_sha256,
+        "signed": result.signed,
+        "dtypes": result.dtypes,
         "items": items,
     }
     return _text(doc)
@@ -283,6 +289,8 @@ def decode(text: str, job: Job, options: Options) -> FileResult | None:
             cached=True,
             header_span=span,
             header_sha256=digest,
+            signed=doc.get("signed"),
+            dtypes=doc.get("dtypes"),
         )
     except (ValueError, KeyError, TypeError):
         return None

@@ -33,9 +33,10 @@ from validator._source import open_regular
 from validator._walk import judge_others, walk
 from validator.io.index import is_index_name
 from validator.scan.identity import SeenHeader, Stamp, stamp_of, validate_fd
-from validator.scan.integrity import Digester, Expected, check_digest, from_blob_name, lookup
+from validator.scan.integrity import Expected, check_digest, from_blob_name, lookup
 from validator.scan.policy import Policy, ScanItem, apply_policy, check_policy
 from validator.scan.reading import read_pass
+from validator.scan.signhash import DigestSpec, SignedDigester, make_digester, tensor_inventory
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
@@ -63,6 +64,7 @@ class Job:
     policy: Policy | None = None  # the policy in force for this file (given, or found above it)
     kind: str = "file"  # "file"; "incomplete": an interrupted hub download; "missing": listed, not on disk
     listed_by: str | None = None  # for "missing": the checksum line that names the file
+    digests: tuple[DigestSpec, ...] = ()  # digests to compute in the read (a model signature's, scan.signhash)
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,8 @@ class FileResult(ReportBase[ScanItem]):
     header_sha256: str | None = None  # ...whose sha256 this is
     checked: tuple[str, str, str] | None = None  # the digest compared with: (algorithm, hex, source)
     file_kind: str | None = None  # a folder's other file: its kind (validator._kinds), set by scan.verdicts
+    signed: dict[str, list[str]] | None = None  # the job's `digests`, by label (scan.signhash); never reported
+    dtypes: dict[str, list[int]] | None = None  # dtype -> [tensors, parameters], for the CycloneDX BOM
 
     @property
     def active(self) -> list[ScanItem]:
@@ -386,12 +390,13 @@ def _scan_into(
             result.header_size = report.header_size
             result.tensor_count = None if report.tensors is None else len(report.tensors)
             result.metadata = None if report.metadata is None else dict(report.metadata)
+            result.dtypes = tensor_inventory(report.tensors)
             if policy is not None:
                 check_policy(report, policy, out)
         expected, required = expected_for(job, options)
         if expected is not None:
             result.checked = expected.fields()
-        want_digest = expected is not None or required
+        want_digest = expected is not None or required or bool(job.digests)
         # Buffers no larger than the file: a 16 MiB chunk allocated (and
         # zero-filled) for a 256 KiB file cost more than reading it.
         chunk = min(options.chunk_size, max(size, 1))
@@ -403,7 +408,9 @@ def _scan_into(
             scanner = DeepScanner(fh.fileno(), size, report.data_start, report.tensors, chunk)
         digester = None
         if want_digest or scanner is not None:
-            digester = Digester(size, git_blob=expected is not None and expected.algorithm == "git-sha1")
+            digester = make_digester(
+                size, job.digests, git_blob=expected is not None and expected.algorithm == "git-sha1"
+            )
             result.bytes_read = read_pass(
                 fh, size, chunk, digester, None if scanner is None else scanner.feed, progress=progress
             )
@@ -412,6 +419,7 @@ def _scan_into(
                     f"{result.path}: file shrank from {size} to {result.bytes_read} bytes while it was read"
                 )
             result.sha256 = digester.sha256()
+            result.signed = digester.signed() if isinstance(digester, SignedDigester) else None
         if scanner is not None:
             result.deep = scanner.finish(out).to_json()
         if digester is not None and want_digest:
