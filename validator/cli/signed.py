@@ -479,10 +479,11 @@ def _remote_seen(spec: DigestSpec, entry: HubEntry, data: bytes | None) -> Seen:
     size = entry.size
     if entry.sha256 is None:
         return Seen(size, None, "a file outside LFS larger than 16 MiB: download it, then scan the folder")
+    lfs = "the hub's LFS"  # its listing: nothing of the file is downloaded
     if spec == WHOLE_SHA256:
-        return Seen(size, [entry.sha256])
+        return Seen(size, [entry.sha256], source=lfs)
     if spec.algorithm == "sha256" and spec.shard_size is not None and size is not None and size <= spec.shard_size:
-        return Seen(size, [entry.sha256] if size else [])  # one shard: the whole file
+        return Seen(size, [entry.sha256] if size else [], source=lfs)  # one shard: the whole file
     return Seen(
         size, None, f"the hub publishes a whole-file sha256 only, not {spec.label}: download it, then scan the folder"
     )

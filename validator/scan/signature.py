@@ -153,6 +153,7 @@ class Seen:
     size: int | None
     digests: list[str] | None  # the manifest's digest set from the scan's read; None: not computed
     why_not: str | None = None  # when digests is None: why it could not be compared (None: say nothing)
+    source: str | None = None  # where the digests come from when not from the scan's read ("the hub's LFS")
 
 
 @dataclass
@@ -172,7 +173,8 @@ def _changed(manifest: Manifest, signed: list[tuple[int, int, str]], seen: Seen,
     label = manifest.spec.label
     if manifest.spec.shard_size is None:
         actual, want = seen.digests[0], signed[0][2]
-        return None if actual == want else f"{label} is {actual}, but {where} signed {want}"
+        said = f"{label} is {actual}" if seen.source is None else f"{seen.source} {label} is {actual}"
+        return None if actual == want else f"{said}, but {where} signed {want}"
     ranges = [(start, end) for start, end, _ in signed]
     size = seen.size or 0
     if shard_ranges(size, manifest.spec.shard_size) != ranges or len(seen.digests) != len(ranges):
