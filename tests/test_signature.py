@@ -654,3 +654,49 @@ def test_import_validator_and_check_load_no_signing_or_bom_library(tmp_path, sig
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_a_signature_swapped_during_the_scan_does_not_verify(capsys, monkeypatch, signed, keys):
+    # The digests the scan computes are chosen from the signature before it is
+    # verified; a verified signature that lists other files than that preview
+    # (the file was replaced meanwhile) is refused rather than half compared.
+    from validator.cli import signed as module
+    from validator.scan.signature import Preview
+    from validator.scan.signhash import DigestSpec
+
+    monkeypatch.setattr(module, "preview", lambda path: Preview(DigestSpec("sha256", 4096), frozenset({"x"})))
+    code, lines, _ = scan(capsys, str(signed), "--public-key", str(keys.public))
+    assert code == 1
+    assert lines == [
+        (
+            f"{signed}/model.sig: ST801 signature-invalid does not verify with public key {keys.public}: "
+            "the signature file changed while the folder was scanned: scan again"
+        )
+    ]
+
+
+@pytest.mark.parametrize("spec", ["sha256", "blake2b", "blake3", "sha256:1048577", "blake2b:3000000"])
+def test_the_signed_digests_of_a_read_in_large_chunks(spec):
+    # Chunks of 1 MiB and more are hashed by a second thread: the digests must
+    # be those of the bytes, whatever the chunking (shard boundaries inside a chunk).
+    import hashlib
+
+    import blake3
+
+    from validator.scan.signhash import DigestSpec, SignedDigester, shard_ranges
+
+    algorithm, _, shard = spec.partition(":")
+    digest = DigestSpec(algorithm, int(shard) if shard else None)
+    data = os.urandom(7 * (1 << 20) + 12345)
+    new = {"sha256": hashlib.sha256, "blake2b": hashlib.blake2b, "blake3": blake3.blake3}[algorithm]
+    if digest.shard_size is None:
+        want = [new(data).hexdigest()]
+    else:
+        want = [new(data[a:b]).hexdigest() for a, b in shard_ranges(len(data), digest.shard_size)]
+    for chunk in (1 << 20, 3 << 20, 4096, 5 << 20):
+        hasher = SignedDigester(len(data), [digest])
+        view = memoryview(data)
+        for at in range(0, len(data), chunk):
+            hasher.update(view[at : at + chunk])
+        assert hasher.signed()[digest.label] == want, chunk
+        assert hasher.sha256() == hashlib.sha256(data).hexdigest()

@@ -35,25 +35,29 @@ from validator._check import Checker
 from validator._kinds import name_kind
 from validator.scan.bom import ModelGroup
 from validator.scan.engine import FileResult, Job, run_jobs
-from validator.scan.oms import (
-    MAX_SIGNATURE_SIZE,
-    Keys,
-    SignatureRejectedError,
-    SigningSetupError,
-    configure,
-    verify,
-)
+from validator.scan.oms import MAX_SIGNATURE_SIZE, Keys, SignatureRejectedError, SigningSetupError, Verifier
 from validator.scan.policy import apply_policy
-from validator.scan.signature import SIGNATURE_NAME, Manifest, Seen, UnsupportedError, compare, to_manifest
+from validator.scan.signature import (
+    SIGNATURE_NAME,
+    Manifest,
+    Preview,
+    Seen,
+    UnsupportedError,
+    compare,
+    preview,
+    to_manifest,
+)
 from validator.scan.signhash import WHOLE_SHA256, DigestSpec, SignedDigester
 
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Sequence
+    from concurrent.futures import Future
 
     from validator._findings import Finding
     from validator.remote._hub import HubEntry
     from validator.scan.engine import HubWalk, Options
+    from validator.scan.oms import Signed
     from validator.scan.policy import Policy
 
 REMOTE: Final = ("http://", "https://", "hf://")
@@ -133,6 +137,8 @@ class Target:
     detail: str | None = None
     manifest: Manifest | None = None
     matched: int = 0  # signed files whose digests matched
+    preview: Preview | None = None  # what the signature says it lists, read before it is verified
+    pending: Future[Signed] | None = None  # its verification, running beside the scan
     findings: list[tuple[str, str, str, str | None]] = field(default_factory=list)  # (display, slug, message, rel)
 
     @property
@@ -170,7 +176,7 @@ class Signing:
         self.keys = keys
         self.signature = signature
         self.bom = bom
-        self.config = None if keys is None else configure(keys)
+        self.verifier = None if keys is None else Verifier(keys)
         self.targets: list[Target] = []
 
     @classmethod
@@ -205,13 +211,14 @@ class Signing:
             rel = os.path.relpath(os.path.abspath(sig), root)
             inside = None if rel.startswith("..") else rel.replace(os.sep, "/")
             target = Target(folder, sig, inside, folder, root)
-            self._verify(target, sig)
+            self._start(target, sig)
             self.targets.append(target)
         for source in hubs:
             self.targets.append(self._remote(source, args))
 
-    def _verify(self, target: Target, path: str | None) -> None:
-        assert self.keys is not None
+    def _start(self, target: Target, path: str | None) -> None:
+        """Start verifying a target's signature, beside the scan."""
+        assert self.verifier is not None
         if path is None or not os.path.lexists(path):
             target.status = "missing"
             target.findings.append(
@@ -223,8 +230,15 @@ class Signing:
                 )
             )
             return
+        target.preview = preview(path)
+        target.pending = self.verifier.submit(path)
+
+    def _settle(self, target: Target) -> None:
+        """Wait for a target's verification; raise SigningSetupError."""
+        if target.pending is None or self.keys is None:
+            return
         try:
-            target.manifest = to_manifest(verify(self.config, self.keys, path))
+            target.manifest = _manifest(target.pending, target.preview)
             target.status, target.detail = "verified", f"verified with {self.keys.describe()}"
         except SignatureRejectedError as exc:
             target.status, target.detail = "invalid", str(exc)
@@ -237,6 +251,8 @@ class Signing:
         except UnsupportedError as exc:
             target.status, target.detail = "unsupported", str(exc)
             target.findings.append((target.where, "signature-unsupported", f"the signature verifies, but {exc}", None))
+        finally:
+            target.pending = None
 
     def _remote(self, source: str, args: argparse.Namespace) -> Target:
         try:
@@ -256,9 +272,9 @@ class Signing:
         )
         target.prefix = prefix
         if self.signature is not None:
-            self._verify(target, self.signature)
+            self._start(target, self.signature)
         elif SIGNATURE_NAME not in files:
-            self._verify(target, None)
+            self._start(target, None)
         else:
             data = fetch_files(found, [SIGNATURE_NAME], opts, limit=MAX_SIGNATURE_SIZE)[SIGNATURE_NAME]
             with tempfile.TemporaryDirectory(prefix="stcheck-sig-") as tmp:
@@ -270,7 +286,9 @@ class Signing:
                     why = f"the signature is larger than the {MAX_SIGNATURE_SIZE} bytes stcheck reads"
                     target.findings.append((target.where, "signature-invalid", why, None))
                 else:
-                    self._verify(target, path)
+                    self._start(target, path)
+                self._settle(target)  # compared with the listing now, before any weight is read
+        self._settle(target)
         manifest = target.manifest
         if manifest is None:
             return target
@@ -296,7 +314,7 @@ class Signing:
             self._hub_targets(hub)
         if self.keys is None and not self.bom:
             return jobs
-        signed = [t for t in self.targets if t.manifest is not None and not t.remote]
+        signed = [t for t in self.targets if t.preview is not None and not t.remote]
         out = []
         for job in jobs:
             specs = set(job.digests)
@@ -306,9 +324,9 @@ class Signing:
                 for display, model in job.names:
                     probe = FileResult(path=display, model=model)
                     for target in signed:
-                        rel = None if target.manifest is None else target.rel(probe)
-                        if rel is not None and target.manifest is not None and rel in target.manifest.digests:
-                            specs.add(target.manifest.spec)
+                        rel = None if target.preview is None else target.rel(probe)
+                        if rel is not None and target.preview is not None and rel in target.preview.names:
+                            specs.add(target.preview.spec)
             out.append(replace(job, digests=tuple(sorted(specs))) if specs != set(job.digests) else job)
         return out
 
@@ -331,7 +349,7 @@ class Signing:
             target = Target(prefix.rstrip("/"), where, None if self.signature else SIGNATURE_NAME, prefix=prefix)
             target.model = model
             if self.keys is not None:
-                self._verify(target, self.signature or blobs.get(prefix))
+                self._start(target, self.signature or blobs.get(prefix))
             self.targets.append(target)
 
     # -- after the scan --------------------------------------------------------------
@@ -343,6 +361,10 @@ class Signing:
             self._unverified(results, policy)
         if self.keys is None and not self.bom:
             return results
+        for target in self.targets:
+            self._settle(target)
+        if self.verifier is not None:
+            self.verifier.close()
         results = self._read_rest(results, options)
         for target in self.targets:
             if target.manifest is not None and not target.remote:
@@ -468,6 +490,14 @@ class Signing:
                     group.signature, group.signature_detail = target.status, target.detail
             group.files.append((inner, r))
         return list(groups.values())
+
+
+def _manifest(pending: Future[Signed], seen: Preview | None) -> Manifest:
+    """The verified manifest; the scan computed the digests its preview named."""
+    manifest = to_manifest(pending.result())
+    if seen is None or not seen.matches(manifest):
+        raise SignatureRejectedError("the signature file changed while the folder was scanned: scan again")
+    return manifest
 
 
 def _remote_seen(spec: DigestSpec, entry: HubEntry, data: bytes | None) -> Seen:

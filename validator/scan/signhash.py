@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import hashlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from validator._findings import TensorInfo
 
 HASH_TYPES: Final = ("sha256", "blake2b", "blake3")
+_PARALLEL: Final = 1 << 20  # bytes: a chunk this large is hashed by two threads at once
 
 
 class _Hash(Protocol):
@@ -111,9 +113,13 @@ class _Whole:
 
 
 class SignedDigester(Digester):
-    """A Digester that also computes the digest sets a signature lists."""
+    """A Digester that also computes the digest sets a signature lists.
 
-    __slots__ = ("_sets", "_specs")
+    The other sets hash each large chunk in a thread of their own while the
+    file's sha256 hashes it in the caller's (hashlib releases the GIL), so
+    a signature by shards costs a core, not the read's time."""
+
+    __slots__ = ("_pool", "_sets", "_specs")
 
     def __init__(self, size: int, specs: Sequence[DigestSpec], *, git_blob: bool = False) -> None:
         super().__init__(size, git_blob=git_blob)
@@ -123,14 +129,28 @@ class SignedDigester(Digester):
             for spec in self._specs
             if spec != WHOLE_SHA256  # the file's own sha256 is that digest
         }
+        self._pool: ThreadPoolExecutor | None = None
 
-    def update(self, data: memoryview) -> None:
-        super().update(data)
+    def _update_sets(self, data: memoryview) -> None:
         for digests in self._sets.values():
             digests.update(data)
 
+    def update(self, data: memoryview) -> None:
+        if not self._sets or len(data) < _PARALLEL:
+            super().update(data)
+            self._update_sets(data)
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stcheck-sign-hash")
+        beside = self._pool.submit(self._update_sets, data)
+        super().update(data)
+        beside.result()
+
     def signed(self) -> dict[str, list[str]]:
         """Each set's digests (a whole file's: one), by the set's label."""
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
         return {
             spec.label: [self.sha256()] if spec == WHOLE_SHA256 else self._sets[spec].digests for spec in self._specs
         }
