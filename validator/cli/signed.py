@@ -40,11 +40,9 @@ from validator.scan.policy import apply_policy
 from validator.scan.signature import (
     SIGNATURE_NAME,
     Manifest,
-    Preview,
     Seen,
     UnsupportedError,
     compare,
-    preview,
     to_manifest,
 )
 from validator.scan.signhash import WHOLE_SHA256, DigestSpec, SignedDigester
@@ -52,12 +50,10 @@ from validator.scan.signhash import WHOLE_SHA256, DigestSpec, SignedDigester
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Sequence
-    from concurrent.futures import Future
 
     from validator._findings import Finding
     from validator.remote._hub import HubEntry
     from validator.scan.engine import HubWalk, Options
-    from validator.scan.oms import Signed
     from validator.scan.policy import Policy
 
 REMOTE: Final = ("http://", "https://", "hf://")
@@ -137,8 +133,6 @@ class Target:
     detail: str | None = None
     manifest: Manifest | None = None
     matched: int = 0  # signed files whose digests matched
-    preview: Preview | None = None  # what the signature says it lists, read before it is verified
-    pending: Future[Signed] | None = None  # its verification, running beside the scan
     findings: list[tuple[str, str, str, str | None]] = field(default_factory=list)  # (display, slug, message, rel)
 
     @property
@@ -201,7 +195,8 @@ class Signing:
             if not path.startswith(REMOTE) and path not in folders and os.path.lexists(path):
                 raise ValueError(f"{path}: a model signature covers a folder; give the folder, not a file in it")
         hubs = [p for p in paths if p.startswith("hf://")]
-        if not folders and not hubs and not hf_cache:
+        absent = [p for p in paths if not p.startswith(REMOTE) and not os.path.lexists(p)]
+        if not folders and not hubs and not hf_cache and not absent:  # (an absent path is the scan's error)
             raise ValueError("--public-key, --certificate-chain and --identity verify a folder: give DIR")
         if self.signature is not None and len(folders) + len(hubs) + hf_cache > 1:
             raise ValueError("--signature names the signature of one folder, but several were given")
@@ -211,48 +206,30 @@ class Signing:
             rel = os.path.relpath(os.path.abspath(sig), root)
             inside = None if rel.startswith("..") else rel.replace(os.sep, "/")
             target = Target(folder, sig, inside, folder, root)
-            self._start(target, sig)
+            self._verify(target, sig)
             self.targets.append(target)
         for source in hubs:
             self.targets.append(self._remote(source, args))
 
-    def _start(self, target: Target, path: str | None) -> None:
-        """Start verifying a target's signature, beside the scan."""
+    def _verify(self, target: Target, path: str | None) -> None:
         assert self.verifier is not None
+        assert self.keys is not None
         if path is None or not os.path.lexists(path):
             target.status = "missing"
-            target.findings.append(
-                (
-                    target.where,
-                    "signature-missing",
-                    "no model signature here: sign the folder, or give --signature PATH",
-                    None,
-                )
-            )
-            return
-        target.preview = preview(path)
-        target.pending = self.verifier.submit(path)
-
-    def _settle(self, target: Target) -> None:
-        """Wait for a target's verification; raise SigningSetupError."""
-        if target.pending is None or self.keys is None:
+            why = "no model signature here: sign the folder, or give --signature PATH"
+            target.findings.append((target.where, "signature-missing", why, None))
             return
         try:
-            target.manifest = _manifest(target.pending, target.preview)
+            target.manifest = to_manifest(self.verifier.verify(path))
             target.status, target.detail = "verified", f"verified with {self.keys.describe()}"
         except SignatureRejectedError as exc:
             target.status, target.detail = "invalid", str(exc)
             target.findings.append(
                 (target.where, "signature-invalid", f"does not verify with {self.keys.describe()}: {exc}", None)
             )
-        except OSError as exc:
-            target.status, target.detail = "invalid", exc.strerror or str(exc)
-            target.findings.append((target.where, "signature-invalid", f"cannot read it: {target.detail}", None))
         except UnsupportedError as exc:
             target.status, target.detail = "unsupported", str(exc)
             target.findings.append((target.where, "signature-unsupported", f"the signature verifies, but {exc}", None))
-        finally:
-            target.pending = None
 
     def _remote(self, source: str, args: argparse.Namespace) -> Target:
         try:
@@ -272,9 +249,9 @@ class Signing:
         )
         target.prefix = prefix
         if self.signature is not None:
-            self._start(target, self.signature)
+            self._verify(target, self.signature)
         elif SIGNATURE_NAME not in files:
-            self._start(target, None)
+            self._verify(target, None)
         else:
             data = fetch_files(found, [SIGNATURE_NAME], opts, limit=MAX_SIGNATURE_SIZE)[SIGNATURE_NAME]
             with tempfile.TemporaryDirectory(prefix="stcheck-sig-") as tmp:
@@ -286,9 +263,7 @@ class Signing:
                     why = f"the signature is larger than the {MAX_SIGNATURE_SIZE} bytes stcheck reads"
                     target.findings.append((target.where, "signature-invalid", why, None))
                 else:
-                    self._start(target, path)
-                self._settle(target)  # compared with the listing now, before any weight is read
-        self._settle(target)
+                    self._verify(target, path)
         manifest = target.manifest
         if manifest is None:
             return target
@@ -314,7 +289,7 @@ class Signing:
             self._hub_targets(hub)
         if self.keys is None and not self.bom:
             return jobs
-        signed = [t for t in self.targets if t.preview is not None and not t.remote]
+        signed = [t for t in self.targets if t.manifest is not None and not t.remote]
         out = []
         for job in jobs:
             specs = set(job.digests)
@@ -324,9 +299,9 @@ class Signing:
                 for display, model in job.names:
                     probe = FileResult(path=display, model=model)
                     for target in signed:
-                        rel = None if target.preview is None else target.rel(probe)
-                        if rel is not None and target.preview is not None and rel in target.preview.names:
-                            specs.add(target.preview.spec)
+                        rel = None if target.manifest is None else target.rel(probe)
+                        if rel is not None and target.manifest is not None and rel in target.manifest.digests:
+                            specs.add(target.manifest.spec)
             out.append(replace(job, digests=tuple(sorted(specs))) if specs != set(job.digests) else job)
         return out
 
@@ -349,7 +324,7 @@ class Signing:
             target = Target(prefix.rstrip("/"), where, None if self.signature else SIGNATURE_NAME, prefix=prefix)
             target.model = model
             if self.keys is not None:
-                self._start(target, self.signature or blobs.get(prefix))
+                self._verify(target, self.signature or blobs.get(prefix))
             self.targets.append(target)
 
     # -- after the scan --------------------------------------------------------------
@@ -361,10 +336,6 @@ class Signing:
             self._unverified(results, policy)
         if self.keys is None and not self.bom:
             return results
-        for target in self.targets:
-            self._settle(target)
-        if self.verifier is not None:
-            self.verifier.close()
         results = self._read_rest(results, options)
         for target in self.targets:
             if target.manifest is not None and not target.remote:
@@ -464,7 +435,7 @@ class Signing:
         lines = []
         for t in self.targets:
             if t.status in {"verified", "mismatch"} and t.manifest is not None:
-                files = f"{t.matched} signed file{'s' if t.matched != 1 else ''} match"
+                files = f"{t.matched} signed file{'s match' if t.matched != 1 else ' matches'}"
                 bad = len(t.findings)
                 tail = f"; {bad} finding{'s' if bad != 1 else ''} against it above" if bad else ""
                 lines.append(f"{t.where}: signature {t.detail} ({t.manifest.spec.label}); {files}{tail}")
@@ -490,14 +461,6 @@ class Signing:
                     group.signature, group.signature_detail = target.status, target.detail
             group.files.append((inner, r))
         return list(groups.values())
-
-
-def _manifest(pending: Future[Signed], seen: Preview | None) -> Manifest:
-    """The verified manifest; the scan computed the digests its preview named."""
-    manifest = to_manifest(pending.result())
-    if seen is None or not seen.matches(manifest):
-        raise SignatureRejectedError("the signature file changed while the folder was scanned: scan again")
-    return manifest
 
 
 def _remote_seen(spec: DigestSpec, entry: HubEntry, data: bytes | None) -> Seen:

@@ -31,23 +31,19 @@
 #     one for certificates without an extended key usage; both are kept off
 #     stcheck's own output (stdout may be a JSON or SARIF report).
 #
-# Importing model_signing (and sigstore with it) takes about half a second,
-# whatever the model's size, so Verifier runs the import and the
-# verifications in a process beside the scan; the keys and certificates
-# are parsed first, here, so that a wrong file fails before any model byte
-# is read, and keyless verification, which may need the network, runs here
-# and at once.
+# Verification runs before the scan reads any model byte, in this process:
+# a key or certificate that cannot be used, or no network for keyless
+# verification, is a one-line error before any work.  Importing
+# model_signing (and sigstore with it) costs about half a second per run,
+# whatever the model's size (tests/benchmarks/README.md).
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import importlib.util
 import io
 import logging
-import multiprocessing
 import pathlib
 import stat
-from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -156,78 +152,48 @@ def check_inputs(keys: Keys) -> None:
         raise SigningSetupError(msg) from exc
     named = [keys.public_key, *keys.certificate_chain, keys.trust_config]
     try:
-        texts = {path: pathlib.Path(path).read_bytes() for path in named if path is not None}
+        texts = {path: _read_small(path) for path in named if path is not None}
         key = None if keys.public_key is None else serialization.load_pem_public_key(texts[keys.public_key])
-        for path in keys.certificate_chain:
-            x509.load_pem_x509_certificates(texts[path])
     except (OSError, ValueError) as exc:
         raise SigningSetupError(_setup_reason(keys, exc)) from exc
+    for path in keys.certificate_chain:
+        _certificates(x509, path, texts[path])
     if key is not None and not isinstance(key, ec.EllipticCurvePublicKey):
         what = f"{type(key).__name__.removeprefix('_')}: not an elliptic-curve key"
         raise SigningSetupError(f"--public-key {keys.public_key}: cannot use it as an EC public key (PEM): {what}")
 
 
+def _certificates(x509: Any, path: str, text: bytes) -> None:  # noqa: ANN401 - the cryptography.x509 module
+    try:
+        x509.load_pem_x509_certificates(text)
+    except ValueError as exc:
+        msg = f"--certificate-chain {path}: cannot read it as PEM certificates: {_first_line(exc)}"
+        raise SigningSetupError(msg) from exc
+
+
+def _read_small(path: str) -> bytes:
+    """A key, certificate or trust file: a regular file (a FIFO would block), read whole."""
+    file = pathlib.Path(path)
+    st = file.stat()
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError("not a regular file")
+    if st.st_size > MAX_SIGNATURE_SIZE:
+        raise ValueError(f"{st.st_size} bytes: not a key or certificate file")
+    return file.read_bytes()
+
+
 class Verifier:
-    """Verifications beside the scan (see the strategy): in a process of
-    their own (not a thread, which the scan's worker pool could fork in the
-    middle of an import); keyless verification, which needs its trust root
-    at once, runs here."""
+    """The library's verifier for one set of keys, read and checked at once."""
 
     def __init__(self, keys: Keys) -> None:
         check_inputs(keys)
-        for module, package in (("model_signing", "model-signing"), ("OpenSSL", "pyOpenSSL")):
-            if importlib.util.find_spec(module) is None:
-                msg = f"signature verification needs the sign extra: pip install 'stcheck[sign]' ({package} is missing)"
-                raise SigningSetupError(msg)
         self.keys = keys
-        self._pool: ProcessPoolExecutor | None = None
-        self._config: Any = None
-        if keys.identity is not None:
-            self._config = configure(keys)  # keyless: the trust root, from the network or --trust-config, now
-        else:
-            self._pool = ProcessPoolExecutor(max_workers=1, mp_context=_context())
-            self._pool.submit(_warm, keys)  # the import starts now, beside the walk and the scan
+        self._config = configure(keys)
 
-    def submit(self, signature: str) -> Future[Signed]:
-        """Verify one signature file; the future raises SignatureRejectedError
-        or SigningSetupError."""
-        if self._pool is None:
-            done: Future[Signed] = Future()
-            try:
-                done.set_result(verify(self._config, self.keys, signature))
-            except (SignatureRejectedError, SigningSetupError) as exc:
-                done.set_exception(exc)
-            return done
-        return self._pool.submit(_verify_in_child, self.keys, signature)
-
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-
-
-def _context() -> multiprocessing.context.BaseContext:
-    # A fork server is one process, started once (with model_signing
-    # imported) and single-threaded, from which each verifying process is
-    # forked: cheap after the first, and never a fork of a threaded process.
-    # Where there is none (Windows), a spawned process.
-    if "forkserver" not in multiprocessing.get_all_start_methods():
-        return multiprocessing.get_context("spawn")
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["validator.scan.oms", "model_signing.verifying"])
-    return context
-
-
-_CHILD_CONFIG: dict[Keys, Any] = {}  # in the verifying process: one config per set of keys
-
-
-def _warm(keys: Keys) -> None:
-    _CHILD_CONFIG.setdefault(keys, configure(keys))
-
-
-def _verify_in_child(keys: Keys, signature: str) -> Signed:
-    if keys not in _CHILD_CONFIG:
-        _warm(keys)
-    return verify(_CHILD_CONFIG[keys], keys, signature)
+    def verify(self, signature: str) -> Signed:
+        """Verify one signature file; raise SignatureRejectedError, or
+        SigningSetupError when the library is not the version pinned."""
+        return verify(self._config, self.keys, signature)
 
 
 def _setup_reason(keys: Keys, exc: BaseException) -> str:

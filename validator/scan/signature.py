@@ -25,27 +25,16 @@
 #     with --no-ignore-git-paths) is compared, not reported missing.
 #   - a file the walker skips (below `.git`, `.hg` or `.svn`) is read and
 #     compared when the signature lists it, and otherwise not reported.
-#
-# preview() reads what an unverified signature says it lists, so that the
-# scan can start while the library verifies it: it only decides which
-# digests the read computes.  Nothing it says is trusted: the comparison
-# uses the verified manifest, and a preview that differs from it (the file
-# was swapped meanwhile) fails the signature.
+
 from __future__ import annotations
 
-import base64
-import binascii
 import importlib.util
-import json
 import math
-import pathlib
 import posixpath
-import stat
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
-from validator.scan.oms import MAX_SIGNATURE_SIZE
-from validator.scan.signhash import HASH_TYPES, WHOLE_SHA256, DigestSpec, shard_ranges
+from validator.scan.signhash import HASH_TYPES, DigestSpec, shard_ranges
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -150,42 +139,6 @@ def to_manifest(signed: Signed) -> Manifest:
         signed.serialization.get("allow_symlinks") in {True, "true"},
         signed.model_name,
     )
-
-
-@dataclass(frozen=True)
-class Preview:
-    """What an unverified signature says: the digests and the files it lists."""
-
-    spec: DigestSpec
-    names: frozenset[str]
-
-    def matches(self, manifest: Manifest) -> bool:
-        return self.spec == manifest.spec and self.names == frozenset(manifest.digests)
-
-
-_COMPAT_PREDICATE: Final = "https://model_signing/Digests/v0.1"  # model_signing 0.2: sha256 by file, in the subjects
-
-
-def preview(path: str) -> Preview | None:
-    """The preview of a signature file, or None when it cannot be read as
-    one (the library's verification then says why)."""
-    try:
-        file = pathlib.Path(path)
-        st = file.stat()
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_SIGNATURE_SIZE:
-            return None
-        bundle = json.loads(file.read_bytes())
-        statement = json.loads(base64.b64decode(bundle["dsseEnvelope"]["payload"], validate=True))
-        if statement.get("predicateType") == _COMPAT_PREDICATE:
-            return Preview(WHOLE_SHA256, frozenset(str(s["name"]) for s in statement["subject"]))
-        predicate = statement["predicate"]
-        spec = _spec(predicate["serialization"])
-        names = {str(r["name"]) for r in predicate["resources"]}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, binascii.Error, RecursionError):
-        return None
-    if spec.shard_size is not None:
-        names = {name.partition(":")[0] for name in names}
-    return Preview(spec, frozenset(n for n in names if _relative(n) is not None))
 
 
 def ignored(rel: str, paths: Iterable[str]) -> bool:
