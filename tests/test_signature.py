@@ -278,7 +278,9 @@ def test_a_certificate_from_the_chain_verifies(capsys, tmp_path):
         ),
     ],
 )
-@pytest.mark.filterwarnings("ignore:The 'warn' method is deprecated:DeprecationWarning")  # model_signing 1.1.1's logger.warn
+@pytest.mark.filterwarnings(
+    "ignore:The 'warn' method is deprecated:DeprecationWarning"
+)  # model_signing 1.1.1's logger.warn
 def test_an_unusable_certificate_does_not_verify(capsys, tmp_path, case, kw, reason):
     folder = model_folder(tmp_path / "model")
     certs = certificates(tmp_path, case, **kw)
@@ -682,3 +684,44 @@ def test_the_signed_digests_of_a_read_in_large_chunks(spec):
             hasher.update(view[at : at + chunk])
         assert hasher.signed()[digest.label] == want, chunk
         assert hasher.sha256() == hashlib.sha256(data).hexdigest()
+
+
+def test_signature_findings_in_the_json_and_sarif_reports(capsys, tmp_path, signed, keys):
+    import jsonschema
+
+    flip_byte(signed / "config.json", 0)
+    (signed / "tokenizer.json").unlink()
+    (signed / "extra.txt").write_text("added\n")
+    sarif = tmp_path / "out.sarif"
+    code = main(
+        [
+            "scan",
+            "--no-config",
+            "-j",
+            "1",
+            "--format",
+            "json",
+            "--sarif",
+            str(sarif),
+            str(signed),
+            "--public-key",
+            str(keys.public),
+        ]
+    )
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 1
+    schema = json.loads((ROOT / "spec" / "report.schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(doc)
+    found = {(f["path"], i["code"]) for f in doc["files"] for i in f["findings"]}
+    assert found == {
+        (f"{signed}/config.json", "ST802"),
+        (f"{signed}/tokenizer.json", "ST803"),
+        (f"{signed}/extra.txt", "ST804"),
+    }
+    missing = next(f for f in doc["files"] if f["path"].endswith("tokenizer.json"))
+    assert missing["kind"] == "missing"
+    assert doc["summary"]["missing"] == 1
+    sarif_schema = json.loads((ROOT / "tests" / "data" / "sarif" / "sarif-schema-2.1.0.json").read_text())
+    report = json.loads(sarif.read_text())
+    jsonschema.Draft4Validator(sarif_schema).validate(report)
+    assert sorted(r["ruleId"] for r in report["runs"][0]["results"]) == ["ST802", "ST803", "ST804"]

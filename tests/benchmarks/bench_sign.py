@@ -9,9 +9,9 @@
 #   2. The command.  `stcheck scan --deep` of a folder holding that file, in
 #      child processes, alone and with its signature verified (by files, by
 #      shards), and the same for a folder of two small files: the latter's
-#      difference is the fixed cost of a verification (a verifying process,
-#      importing model_signing and sigstore, checking the signature), which
-#      does not grow with the model.
+#      difference is the fixed cost of a verification (importing
+#      model_signing and sigstore, checking the signature), which does not
+#      grow with the model.
 # `model_signing verify` (the library hashing the folder itself, a second
 # read after any scan) is timed for reference.
 #
