@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
 SUPPORTED_VERSION: Final = "1.1.1"
-MAX_SIGNATURE_SIZE: Final = 100_000_000  # bytes: a signature of a million files is about 150 MB of JSON
+MAX_SIGNATURE_SIZE: Final = 100_000_000  # bytes: about half a million resources (some 200 bytes each, in base64)
 
 
 class SigningSetupError(StcheckError):
