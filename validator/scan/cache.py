@@ -238,10 +238,10 @@ def encode(result: FileResult) -> str:
         "metadata": result.metadata,
         "policy": result.policy,
         "not_listed": result.not_listed,
-        "header_span": result.header_span,
-        "header_sha256": result.header_sha256,
         "signed": result.signed,
         "dtypes": result.dtypes,
+        "header_span": result.header_span,
+        "header_sha256": result.header_sha256,
         "items": items,
     }
     return _text(doc)
@@ -286,11 +286,11 @@ def decode(text: str, job: Job, options: Options) -> FileResult | None:
             # file in force for this run, never the one of the run that stored it.
             policy=None if policy is None else policy.source,
             not_listed=doc.get("not_listed", 0),
+            signed=doc.get("signed"),
+            dtypes=doc.get("dtypes"),
             cached=True,
             header_span=span,
             header_sha256=digest,
-            signed=doc.get("signed"),
-            dtypes=doc.get("dtypes"),
         )
     except (ValueError, KeyError, TypeError):
         return None

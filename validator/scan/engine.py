@@ -102,6 +102,8 @@ class FileResult(ReportBase[ScanItem]):
     policy: str | None = None  # where the policy in force came from
     not_listed: int = 0  # findings beyond the per-rule cap: counted, not kept
     cached: bool = False  # replayed from a results cache (validator.scan.cache), not read
+    signed: dict[str, list[str]] | None = None  # the job's `digests`, by label (scan.signhash); never reported
+    dtypes: dict[str, list[int]] | None = None  # dtype -> [tensors, parameters], for the CycloneDX BOM
     # Which bytes the verdict is about (validator.scan.identity), for the
     # cache; never part of a report.  ``stamp``: the descriptor's fstat at
     # open, None when the file was not read or changed while it was read.
@@ -110,8 +112,6 @@ class FileResult(ReportBase[ScanItem]):
     header_sha256: str | None = None  # ...whose sha256 this is
     checked: tuple[str, str, str] | None = None  # the digest compared with: (algorithm, hex, source)
     file_kind: str | None = None  # a folder's other file: its kind (validator._kinds), set by scan.verdicts
-    signed: dict[str, list[str]] | None = None  # the job's `digests`, by label (scan.signhash); never reported
-    dtypes: dict[str, list[int]] | None = None  # dtype -> [tensors, parameters], for the CycloneDX BOM
 
     @property
     def active(self) -> list[ScanItem]:
