@@ -132,3 +132,29 @@ def test_a_single_hub_file_is_not_a_signed_folder(capsys, hub, tmp_path, keys): 
     code, _, err = scan(capsys, f"hf://{REPO}/model.safetensors", "--public-key", str(keys.public))
     assert code == 2
     assert "a model signature covers a folder; give the repository or a folder of it, not one file" in err
+
+
+def test_the_bom_of_a_hub_folder(capsys, hub, tmp_path, keys):  # noqa: F811 - hub is the fixture
+    pytest.importorskip("cyclonedx")
+    import json
+
+    from cyclonedx.schema import SchemaVersion
+    from cyclonedx.validation.json import JsonStrictValidator
+
+    serve(hub, tmp_path, keys)
+    code = main(
+        ["scan", "--no-config", "-j", "1", "--format", "cyclonedx", f"hf://{REPO}", "--public-key", str(keys.public)]
+    )
+    text = capsys.readouterr().out
+    assert code == 0
+    assert JsonStrictValidator(SchemaVersion.V1_6).validate_str(text) is None
+    (model,) = json.loads(text)["components"]
+    assert model["name"] == AT
+    props = {p["name"]: p["value"] for p in model["properties"]}
+    assert props["stcheck:signature"] == "verified"
+    (weights,) = model["components"]  # only the header checks' files are results
+    assert weights["name"] == "model.safetensors"
+    assert "hashes" not in weights
+    assert {p["name"]: p["value"] for p in weights["properties"]}["stcheck:sha256"].startswith(
+        "unknown: only the header"
+    )
