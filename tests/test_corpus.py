@@ -81,8 +81,10 @@ SCAN_REGIONS = frozenset({"deep", "integrity", "policy"})
 # Sharded-checkpoint rules (ST5xx) judge an index file against the shards
 # beside it, not one file; their fixtures are built in tests/test_index.py.
 # Folder rules (ST7xx) judge a walked folder's other files and links; their
-# fixtures are built in tests/test_walk.py and test_walk_links.py.
-NOT_SINGLE_FILE = SCAN_REGIONS | {"index", "folder"}
+# fixtures are built in tests/test_walk.py and test_walk_links.py.  Signed-
+# model rules (ST8xx) judge a folder against its signature; their fixtures
+# are signed by tests/test_signature.py itself.
+NOT_SINGLE_FILE = SCAN_REGIONS | {"index", "folder", "signature"}
 
 
 def test_every_rule_has_a_corpus_file():

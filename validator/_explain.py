@@ -331,4 +331,37 @@ EXAMPLES: Final[dict[str, Example]] = {
     "policy-metadata-missing": Example(
         "Write the key into __metadata__ when saving.", text='required_metadata = ["format"] and no "format" key'
     ),
+    # -- signed models (OpenSSF Model Signing) --------------------------------------------
+    "signature-invalid": Example(
+        "Get the publisher's own key or certificate chain; if it is the right one, the signature or the folder "
+        "was tampered with: download the model again from its source.",
+        text="stcheck scan model/ --public-key someone-else.pub (model/model.sig was signed with another key)",
+    ),
+    "signed-file-changed": Example(
+        "Download the file again from the publisher and scan again; never load a file that differs from what "
+        "was signed.",
+        text="model/model.safetensors with one byte changed after `model_signing sign` wrote model/model.sig",
+    ),
+    "signed-file-missing": Example(
+        "Download the missing file (an interrupted or partial download), or ask the publisher for a signature "
+        "of what they ship.",
+        text="model/tokenizer.json, listed in model/model.sig, deleted from the folder",
+    ),
+    "unsigned-file": Example(
+        "Delete the file if you did not add it yourself; a file the publisher did not sign is not theirs.",
+        text="model/modeling_evil.py added to a folder after model/model.sig was made",
+    ),
+    "signature-unsupported": Example(
+        "Ask the publisher to sign with model_signing's sha256, blake2 or blake3 hashing, by files or by shards.",
+        text="a model.sig whose serialization names hash_type 'md5'",
+    ),
+    "signature-not-verified": Example(
+        "Verify it: stcheck scan DIR --public-key KEY.pem (or --certificate-chain CA.pem, or keyless "
+        "--identity ID --issuer URL) with the publisher's key.",
+        text="stcheck scan model/ of a folder holding model/model.sig, with no key given",
+    ),
+    "signature-missing": Example(
+        "Ask the publisher for the signature (model.sig), or give its path with --signature PATH.",
+        text="stcheck scan model/ --public-key publisher.pub of a folder with no model/model.sig",
+    ),
 }

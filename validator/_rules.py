@@ -171,6 +171,16 @@ _TABLE: Final[tuple[tuple[str, str, str, Severity, frozenset[Profile], str | Non
     ("ST702", "custom-code", "a Python file: trust_remote_code=True would run it", _W, BOTH, None, "folder"),
     ("ST703", "link-leaves-root", "a symlink below the folder or hub cache given resolves outside it", _E, BOTH, None, "folder"),
     ("ST704", "link-loop", "a folder link leads to a folder already walked, so it is not walked again", _W, BOTH, None, "folder"),
+    #
+    # Signed models: OpenSSF Model Signing (model.sig) over a folder (ST8xx),
+    # reported by `scan` with --public-key, --certificate-chain or --identity.
+    ("ST801", "signature-invalid", "the model signature does not verify with the key, certificate chain or identity given", _E, BOTH, None, "signature"),
+    ("ST802", "signed-file-changed", "a file's digest differs from the one the model signature lists", _E, BOTH, None, "signature"),
+    ("ST803", "signed-file-missing", "a file the model signature lists is not in the folder", _E, BOTH, None, "signature"),
+    ("ST804", "unsigned-file", "a file in the folder is not covered by the model signature or its ignore list", _E, BOTH, None, "signature"),
+    ("ST805", "signature-unsupported", "the model signature uses a hash type or serialization stcheck cannot reproduce", _E, BOTH, None, "signature"),
+    ("ST806", "signature-not-verified", "the folder has a model signature, but no key or certificate was given to verify it", _W, BOTH, None, "signature"),
+    ("ST807", "signature-missing", "a key or certificate was given, but the folder has no model signature", _E, BOTH, None, "signature"),
 )
 
 RULES: Final[tuple[Rule, ...]] = tuple(Rule(*row) for row in _TABLE)

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from validator._display import escape_line
 from validator._errors import SourceError
 from validator._rules import Profile, Severity
+from validator.cli import signed
 from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
 from validator.cli.targets import REMOTE_PREFIXES, add_remote_options, scan_plan
 from validator.scan import runner as scale
@@ -44,6 +45,7 @@ from validator.scan.engine import (
 )
 from validator.scan.formats import FORMATS, human, write
 from validator.scan.integrity import Checksums, normalise_sha256, read_checksums
+from validator.scan.oms import SigningSetupError
 from validator.scan.policy import Policy, PolicyError, discover_policy, load_policy
 from validator.scan.progress import rich_progress
 from validator.scan.verdicts import attach, link_result
@@ -117,6 +119,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="progress on stderr: auto, a bar on a terminal; always, also a line every few seconds in a log",
     )
     add_remote_options(p)  # remote/checkpoint hook (validator.cli.targets)
+    signed.add_arguments(p)  # --public-key, --certificate-chain, --signature, --identity (validator.cli.signed)
     p.add_argument("--progress-interval", type=float, default=5.0, help=argparse.SUPPRESS)
     p.set_defaults(run=run_scan)
 
@@ -263,6 +266,8 @@ def run_scan(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one bran
         return _fail("--chunk-size must be at least 4096")
     if args.deep and importlib.util.find_spec("numpy") is None:
         return _fail("--deep needs numpy: pip install numpy (or install stcheck with its scan extra)")
+    if args.format == "cyclonedx" and importlib.util.find_spec("cyclonedx") is None:
+        return _fail("--format cyclonedx needs cyclonedx-python-lib: pip install 'stcheck[sbom]'")
     errors: list[str] = []
     try:
         policy = _policy(
@@ -273,9 +278,12 @@ def run_scan(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one bran
         # Hook (validator.cli.targets): indexes, directories holding them, and remote sources.
         # The checksum list cannot list itself: it is judged, not verified.
         own = frozenset({os.path.realpath(args.checksums)} if args.checksums else ())
+        # Signatures are verified (and compared with a hub's listing) before any file is read.
+        signing = signed.Signing.from_args(args)
+        signing.verify_sources(args.paths, args, hf_cache=args.hf_cache is not None)
         plan = scan_plan(args.paths, args.profile, policy, errors, args, not_read=own)
         hub = _hf_jobs(args, errors, policy)
-    except (PolicyError, SourceError, ValueError) as exc:
+    except (PolicyError, SourceError, ValueError, SigningSetupError) as exc:
         return _fail(str(exc))
     jobs = hub.jobs + [
         Job(path, ((path, None),), policy=policy, validate=path not in plan.others) for path in plan.paths
@@ -286,6 +294,10 @@ def run_scan(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one bran
     missing = _missing_listed(checksums)
     cut = len(jobs) - len(plan.paths)
     jobs[cut:cut] = missing
+    try:
+        jobs = signing.annotate(jobs, hub)  # each signed file's digests, computed in its one read
+    except (ValueError, SigningSetupError) as exc:
+        return _fail(str(exc))
     links = [link_result(p, f, args.profile, policy, model) for p, f, model in hub.links]
     if not jobs and not plan.ready and not links and not errors:
         return _fail("nothing to scan: no file was found")
@@ -310,6 +322,7 @@ def run_scan(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one bran
             results = plan.merge(run_jobs(jobs, options, workers=workers, progress=advance, on_file=done))
     results = links + results
     attach(results, {**hub.others, **plan.others}, policy)
+    results = signing.finish(results, options, policy)
     seconds = time.perf_counter() - started
     try:
         with contextlib.ExitStack() as stack:
@@ -327,6 +340,7 @@ def run_scan(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one bran
                 profile=args.profile,
                 policies=policies,
                 warnings=not args.no_warnings,
+                models=signing.models(results) if args.format == "cyclonedx" else None,
             )
         for fmt, target in (("sarif", args.sarif), ("junit", args.junit)):
             if target:
@@ -334,6 +348,8 @@ def run_scan(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one bran
                     write(fmt, fh, results, errors, seconds, profile=args.profile, policies=policies)
     except OSError as exc:
         return _fail(f"cannot write the report: {exc.strerror or exc}")
+    for note in signing.notes():
+        sys.stderr.write(escape_line(f"stcheck scan: {note}") + "\n")
     for message in errors:
         sys.stderr.write(escape_line(f"stcheck: {message}") + "\n")
     return exit_code(results, errors, args.fail_on)

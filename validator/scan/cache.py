@@ -180,7 +180,10 @@ def job_context(
     if job.policy is not None:  # alive as long as the job: its id is a safe key meanwhile
         policy = memo.get(("policy", id(job.policy))) or policy_hash(job.policy) or ""
         memo[("policy", id(job.policy))] = policy
-    fields = (policy, job.validate, job.checksum_required, expected, listed_fields)
+    # The digests a model signature asks for are part of how the file was
+    # read: a row without them must not answer a scan that compares them.
+    digests = [[d.algorithm, d.shard_size] for d in sorted(job.digests)]
+    fields = (policy, job.validate, job.checksum_required, expected, listed_fields, repr(digests))
     known = memo.get(fields)
     if known is not None:
         return known
@@ -194,6 +197,7 @@ def job_context(
             "sha256": options.sha256,
             "checksums": options.checksums is not None,
             "listed": None if listed_fields is None else list(listed_fields),
+            **({"digests": digests} if digests else {}),
         }
     )
     return made
@@ -234,6 +238,8 @@ def encode(result: FileResult) -> str:
         "metadata": result.metadata,
         "policy": result.policy,
         "not_listed": result.not_listed,
+        "signed": result.signed,
+        "dtypes": result.dtypes,
         "header_span": result.header_span,
         "header_sha256": result.header_sha256,
         "reference_valid": result.reference_valid,
@@ -281,6 +287,8 @@ def decode(text: str, job: Job, options: Options) -> FileResult | None:
             # file in force for this run, never the one of the run that stored it.
             policy=None if policy is None else policy.source,
             not_listed=doc.get("not_listed", 0),
+            signed=doc.get("signed"),
+            dtypes=doc.get("dtypes"),
             cached=True,
             header_span=span,
             header_sha256=digest,

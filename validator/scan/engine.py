@@ -4,10 +4,8 @@
 # into discovery order and hands them to a report format.  A file is opened
 # once: the validator reads the prefix and header through the descriptor,
 # then, only when a deep scan or a digest is wanted, one sequential pass
-# reads the whole file in fixed-size chunks into two reused buffers.  Each
-# chunk goes to the sha256 in a worker thread (hashlib releases the GIL) and,
-# at the same time, to the numpy deep checks in this thread, so a file is
-# read from disk once and memory stays at two chunks per process.
+# (scan/reading.py) reads the whole file in chunks, hashing them in a worker
+# thread while the numpy deep checks run in this one: a file is read once.
 #
 # Hub cache layout (huggingface_hub): <cache>/models--<org>--<name>/
 # snapshots/<revision>/<path> are symlinks to ../../blobs/<hash>, where an
@@ -22,7 +20,7 @@ import contextlib
 import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final
 
@@ -35,13 +33,13 @@ from validator._source import open_regular
 from validator._walk import judge_others, walk
 from validator.io.index import is_index_name
 from validator.scan.identity import SeenHeader, Stamp, stamp_of, validate_fd
-from validator.scan.integrity import Digester, Expected, check_digest, from_blob_name, lookup
+from validator.scan.integrity import Expected, check_digest, from_blob_name, lookup
 from validator.scan.policy import Policy, ScanItem, apply_policy, check_policy
+from validator.scan.reading import read_pass
+from validator.scan.signhash import DigestSpec, SignedDigester, make_digester, tensor_inventory
 
 if TYPE_CHECKING:
-    import io
     from collections.abc import Callable, Iterator, Sequence
-    from concurrent.futures import Future
 
     from validator._findings import Finding
     from validator._kinds import Other
@@ -63,6 +61,7 @@ class Job:
     policy: Policy | None = None  # the policy in force for this file (given, or found above it)
     kind: str = "file"  # "file"; "incomplete": an interrupted hub download; "missing": listed, not on disk
     listed_by: str | None = None  # for "missing": the checksum line that names the file
+    digests: tuple[DigestSpec, ...] = ()  # digests to compute in the read (a model signature's, scan.signhash)
 
 
 @dataclass(frozen=True)
@@ -100,6 +99,8 @@ class FileResult(ReportBase[ScanItem]):
     policy: str | None = None  # where the policy in force came from
     not_listed: int = 0  # findings beyond the per-rule cap: counted, not kept
     cached: bool = False  # replayed from a results cache (validator.scan.cache), not read
+    signed: dict[str, list[str]] | None = None  # the job's `digests`, by label (scan.signhash); never reported
+    dtypes: dict[str, list[int]] | None = None  # dtype -> [tensors, parameters], for the CycloneDX BOM
     # Which bytes the verdict is about (validator.scan.identity), for the
     # cache; never part of a report.  ``stamp``: the descriptor's fstat at
     # open, None when the file was not read or changed while it was read.
@@ -284,68 +285,6 @@ def hf_cache_walk(cache: str, errors: list[str]) -> HubWalk:  # noqa: C901 - one
 # -- one file ----------------------------------------------------------------
 
 
-def _read_once(
-    fh: io.FileIO,
-    chunk_size: int,
-    digester: Digester | None,
-    feed: Callable[[memoryview, int], None] | None,
-    progress: Callable[[int], None] | None,
-) -> int:
-    """_read_pass for a file of one chunk: hash and check in this thread."""
-    buf = bytearray(chunk_size)
-    got = fh.readinto(buf) or 0
-    view = memoryview(buf)[:got]
-    if digester is not None:
-        digester.update(view)
-    if feed is not None and got:
-        feed(view, 0)
-    if progress is not None and got:
-        progress(got)
-    return got
-
-
-def _read_pass(
-    fh: io.FileIO,
-    size: int,
-    chunk_size: int,
-    digester: Digester | None,
-    feed: Callable[[memoryview, int], None] | None,
-    *,
-    progress: Callable[[int], None] | None = None,
-) -> int:
-    """Read the whole file once, in order; return the bytes read."""
-    fh.seek(0)
-    if size <= chunk_size:  # one read: no later chunk to hash beside, so no thread
-        return _read_once(fh, chunk_size, digester, feed, progress)
-    buffers = [bytearray(chunk_size), bytearray(chunk_size)]
-    pending: list[Future[None] | None] = [None, None]
-    offset = 0
-    with ThreadPoolExecutor(max_workers=1) as hasher:
-        i = 0
-        while offset < size:
-            slot = i % 2
-            waiting = pending[slot]
-            if waiting is not None:
-                waiting.result()  # the buffer is free only once it is hashed
-            view = memoryview(buffers[slot])[: min(chunk_size, size - offset)]
-            got = fh.readinto(view)
-            if not got:
-                break
-            view = view[:got]
-            if digester is not None:
-                pending[slot] = hasher.submit(digester.update, view)
-            if feed is not None:
-                feed(view, offset)
-            if progress is not None:
-                progress(got)
-            offset += got
-            i += 1
-        for waiting in pending:
-            if waiting is not None:
-                waiting.result()
-    return offset
-
-
 def job_options(job: Job, options: Options) -> Options:
     """The options one job is scanned under: its own policy (found from its
     path, see `stcheck scan`) replaces the scan-wide one."""
@@ -451,12 +390,13 @@ def _scan_into(
             result.reference_valid = report.reference_valid
             result.tensor_count = None if report.tensors is None else len(report.tensors)
             result.metadata = None if report.metadata is None else dict(report.metadata)
+            result.dtypes = tensor_inventory(report.tensors)
             if policy is not None:
                 check_policy(report, policy, out)
         expected, required = expected_for(job, options)
         if expected is not None:
             result.checked = expected.fields()
-        want_digest = expected is not None or required
+        want_digest = expected is not None or required or bool(job.digests)
         # Buffers no larger than the file: a 16 MiB chunk allocated (and
         # zero-filled) for a 256 KiB file cost more than reading it.
         chunk = min(options.chunk_size, max(size, 1))
@@ -468,8 +408,10 @@ def _scan_into(
             scanner = DeepScanner(fh.fileno(), size, report.data_start, report.tensors, chunk)
         digester = None
         if want_digest or scanner is not None:
-            digester = Digester(size, git_blob=expected is not None and expected.algorithm == "git-sha1")
-            result.bytes_read = _read_pass(
+            digester = make_digester(
+                size, job.digests, git_blob=expected is not None and expected.algorithm == "git-sha1"
+            )
+            result.bytes_read = read_pass(
                 fh, size, chunk, digester, None if scanner is None else scanner.feed, progress=progress
             )
             if result.bytes_read != size:
@@ -477,6 +419,7 @@ def _scan_into(
                     f"{result.path}: file shrank from {size} to {result.bytes_read} bytes while it was read"
                 )
             result.sha256 = digester.sha256()
+            result.signed = digester.signed() if isinstance(digester, SignedDigester) else None
         if scanner is not None:
             result.deep = scanner.finish(out).to_json()
         if digester is not None and want_digest:

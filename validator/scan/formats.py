@@ -39,6 +39,7 @@ from validator._rules import RULES, Profile, Severity
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from validator.scan.bom import ModelGroup
     from validator.scan.engine import FileResult
 
 # stcheck has no fixed public address: links to the spec are written only
@@ -54,7 +55,7 @@ def spec_link(anchor: str) -> str | None:
 
 
 SARIF_SCHEMA: Final = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
-FORMATS: Final = ("text", "json", "sarif", "junit")
+FORMATS: Final = ("text", "json", "sarif", "junit", "cyclonedx")  # cyclonedx: scan/bom.py
 NO_POLICY: Final = (
     "none (no --policy, and no [tool.stcheck] in a pyproject.toml from the working directory up, "
     "outside the scanned paths)"
@@ -445,9 +446,17 @@ def write(
     profile: str,
     policies: Sequence[str] = (),
     warnings: bool = True,
+    models: Sequence[ModelGroup] | None = None,
 ) -> None:
-    """Stream the report in format ``fmt`` (one of FORMATS) to ``out``."""
-    if fmt == "json":
+    """Stream the report in format ``fmt`` (one of FORMATS) to ``out``;
+    ``models`` groups the results for the CycloneDX BOM (one model per
+    result when not given)."""
+    if fmt == "cyclonedx":
+        from validator.scan.bom import ModelGroup, write_bom  # noqa: PLC0415 - the sbom extra loads only for this format
+
+        groups = models if models is not None else [ModelGroup(r.path, r.path, [(r.path, r)]) for r in results]
+        write_bom(out, groups, [*errors, *(r.error for r in results if r.error)], profile=profile, policies=policies)
+    elif fmt == "json":
         write_json(out, results, errors, seconds, profile=profile, policies=policies)
     elif fmt == "sarif":
         write_sarif(out, results, errors, policies=policies)

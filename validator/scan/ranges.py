@@ -50,6 +50,7 @@ from validator.scan.engine import (
 from validator.scan.identity import SeenHeader, Stamp, same_file, stamp_of, validate_fd
 from validator.scan.integrity import Digester, check_digest
 from validator.scan.policy import check_policy
+from validator.scan.signhash import WHOLE_SHA256, tensor_inventory
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -70,6 +71,7 @@ class Plan:
     ranges: list[tuple[int, int, dict[str, TensorInfo]]]  # absolute [begin, end) and its tensors
     header_span: int = 0  # the bytes validation read, and their sha256 (see engine.FileResult)
     header_sha256: str | None = None
+    dtypes: dict[str, list[int]] | None = None  # see engine.FileResult
 
 
 @dataclass
@@ -130,7 +132,9 @@ def plan(job: Job, options: Options, split_bytes: int) -> Plan | FileResult:
     with open(fd, "rb", buffering=0, closefd=True) as fh:
         stamp = _stamp(fh.fileno())
         size = stamp[0]
-        if not (job.validate and options.deep and size >= 2 * split_bytes):
+        # A signature's per-shard (or non-sha256) digests are made by one
+        # whole read: only the file's sha256 is streamed beside the ranges.
+        if not (job.validate and options.deep and size >= 2 * split_bytes) or set(job.digests) - {WHOLE_SHA256}:
             return scan_file(job, options)
         seen = SeenHeader()
         report = validate_fd(fh.fileno(), size, options.profile, seen, job.names[0][0])
@@ -156,6 +160,7 @@ def plan(job: Job, options: Options, split_bytes: int) -> Plan | FileResult:
             ranges=ranges,
             header_span=seen.span,
             header_sha256=seen.sha256,
+            dtypes=tensor_inventory(report.tensors),
         )
 
 
@@ -281,6 +286,7 @@ def merge(job: Job, options: Options, plan_: Plan, parts: Sequence[RangePart], d
     result.reference_valid = True  # plan() splits a file only when it is valid, so 0.8.0 reads it
     result.tensor_count = plan_.tensor_count
     result.metadata = plan_.metadata
+    result.dtypes = plan_.dtypes
     result.sha256 = digest.sha256
     result.bytes_read = digest.bytes_read
     result.deep = totals

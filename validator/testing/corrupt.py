@@ -91,6 +91,7 @@ OTHER_REGIONS: Final = {
     "policy": "needs a user's policy; the default validation has none",
     "format": "the file is another format altogether, not a safetensors file with one defect",
     "folder": "about the other files and links of a folder that is walked, not about one file's bytes",
+    "signature": "needs a model signature over a folder and a key to verify it with, not one file's bytes",
 }
 
 

@@ -1,0 +1,63 @@
+# Strategy: what a signed-model check of an `hf://` folder needs from the
+# hub, fetched before any weight is: the repository's listing at one commit
+# (huggingface_hub's repo_info, through _hub.resolve: every file's size and,
+# for an LFS file, its sha256), the signature file, and the small git files
+# (not in LFS: config, tokenizer and other text files, which the hub stores
+# below 10 MB) whose sha256 the hub does not publish.  The LFS sha256 of a
+# weight file is compared with the signed digest from the listing alone.
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+from validator.io.index import is_index_name
+from validator.remote._http import Client, Options, fetch_small
+from validator.remote._hub import parse_hf, resolve
+
+if TYPE_CHECKING:
+    from validator.remote._hub import HubEntry, HubRepo
+
+SMALL_FILE_LIMIT: Final = 16 << 20  # bytes: a non-LFS file the hub serves is below 10 MB
+
+
+@dataclass(frozen=True)
+class HubFolder:
+    """One folder of a repository at one commit, as the hub lists it."""
+
+    repo: HubRepo
+    folder: str  # "" for the whole repository
+
+    def path(self, rel: str) -> str:
+        """The repository path of a file given relative to the folder."""
+        return posixpath.join(self.folder, rel) if self.folder else rel
+
+    def display(self, rel: str) -> str:
+        return self.repo.display(self.path(rel))
+
+    def files(self) -> dict[str, HubEntry]:
+        """Every listed file of the folder, by path relative to it."""
+        base = self.folder + "/" if self.folder else ""
+        return {p[len(base) :]: e for p, e in self.repo.entries.items() if p.startswith(base)}
+
+
+def hub_folder(source: str, options: Options) -> HubFolder:
+    """The listing of an ``hf://`` repository or folder address; raise
+    ValueError when it names a single file, RemoteError when the hub does
+    not answer."""
+    location = parse_hf(source)
+    folder = location.path.strip("/")
+    if folder.endswith(".safetensors") or is_index_name(folder):
+        msg = f"{source}: a model signature covers a folder; give the repository or a folder of it, not one file"
+        raise ValueError(msg)
+    return HubFolder(resolve(location, timeout=options.timeout, deadline=options.deadline), folder)
+
+
+def fetch_files(
+    found: HubFolder, rels: list[str], options: Options, limit: int = SMALL_FILE_LIMIT
+) -> dict[str, bytes | None]:
+    """The whole of each small file of the folder (None for one larger than
+    ``limit``), over one connection pool; raise RemoteError when the hub
+    does not serve one."""
+    with Client(options) as client:
+        return {rel: fetch_small(client, found.repo.url(found.path(rel)), limit, found.repo.headers)[0] for rel in rels}
