@@ -22,6 +22,7 @@ import time
 from typing import TYPE_CHECKING
 
 from validator._display import escape_line, escape_path
+from validator._install import install_hint
 from validator._rejection import REJECT_EXIT
 from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
 from validator.fuzz.harness import ALL_TARGETS, HYPOTHESIS, LOADER_UNDER_TEST
@@ -33,19 +34,11 @@ if TYPE_CHECKING:
     from validator.fuzz.supervisor import Summary
 
 _OWN_TARGETS = tuple(t for t in ALL_TARGETS if t != LOADER_UNDER_TEST)
-_PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _install_hint() -> str:
-    """How to get atheris, as a command that works: stcheck is not on any package index,
-    so the extra is installed from a checkout (this one, when the package runs from it)."""
-    if os.path.isfile(os.path.join(_PACKAGE_PARENT, "pyproject.toml")):
-        where = shlex.quote(f"{_PACKAGE_PARENT}[fuzz]")
-        return f"atheris is not installed; install the fuzz extra from this checkout: pip install {where}"
-    return (
-        "atheris is not installed; install the fuzz extra from a clone of the stcheck repository "
-        "(it is not on PyPI): pip install '/path/to/stcheck[fuzz]'"
-    )
+    """How to get atheris, as a command that works (validator._install)."""
+    return f"atheris is not installed: {install_hint('fuzz')}"
 
 
 def _cache_dir(*parts: str) -> str:

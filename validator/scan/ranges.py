@@ -38,7 +38,6 @@ from validator._check import Checker
 from validator._errors import SourceError
 from validator._source import open_regular
 from validator.scan.engine import (
-    FileResult,
     Job,
     Options,
     cap_per_rule,
@@ -50,6 +49,7 @@ from validator.scan.engine import (
 from validator.scan.identity import SeenHeader, Stamp, same_file, stamp_of, validate_fd
 from validator.scan.integrity import Digester, check_digest
 from validator.scan.policy import check_policy
+from validator.scan.results import FileResult
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
