@@ -554,7 +554,8 @@ class Lookup:
             text = None if key is None else stored.get(key)
             result = None if text is None else decode(text, job, options)
             if result is not None and self._still_judged(i, result):
-                self.hits[i] = result
+                # The digest checked is part of the key: a hit was checked against this one.
+                self.hits[i] = replace(result, checked=self.expected[i])
         self.stored = 0
         self.changed = 0  # fresh results not stored: the path named other bytes at some point
 
