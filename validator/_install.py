@@ -1,7 +1,8 @@
 # Strategy: the one place that says how to install an optional extra.
-# stcheck is on no package index, so `pip install 'stcheck[remote]'` finds
-# nothing, or, worse, whatever someone registers under that name later.  A
-# hint must work as written, so it names a source that exists:
+# stcheck is on no package index, so a hint that installs the extra by the
+# package's name finds nothing, or, worse, whatever someone registers under
+# that name later.  A hint must work as written, so it names a source that
+# exists:
 #   1. the checkout this package runs from (a source tree: the folder above
 #      validator/ holds stcheck's pyproject.toml), as a path;
 #   2. else the checkout pip installed it from, named in the distribution's

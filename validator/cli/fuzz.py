@@ -77,7 +77,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--workdir",
         help="working corpus and artifacts (default: ~/.cache/stcheck/fuzz, or under $XDG_CACHE_HOME)",
     )
-    p.add_argument("--regressions", default=os.path.join("corpus", "regressions"), help="where findings are saved")
+    p.add_argument(
+        "--regressions",
+        default=os.path.join("corpus", "regressions"),
+        help="where findings are saved (default corpus/regressions)",
+    )
     p.add_argument(
         "--seeds", action="append", default=[], metavar="DIR", help="extra seed directory (default: corpus/ if present)"
     )
@@ -105,7 +109,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="a command run once per input: exit 0 accepts, exit 1 (or --reject-exit) rejects; an uncaught "
         "exception (a Python traceback is judged by its class), a signal or any other exit is a crash",
     )
-    loader.add_argument("--loader-input", choices=["path", "bytes"], default="path", help="what the callable is given")
+    loader.add_argument(
+        "--loader-input", choices=["path", "bytes"], default="path", help="what the callable is given (default path)"
+    )
     loader.add_argument(
         "--reject-exception",
         action="append",
