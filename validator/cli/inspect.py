@@ -92,6 +92,9 @@ def run_inspect(args: argparse.Namespace) -> int:
     path = args.path
     if path.startswith(REMOTE_PREFIXES) or os.path.isdir(path) or is_index(path):
         return _inspect_many(args)
+    if path != "-" and not os.path.lexists(path):  # worded as check and scan word it
+        _err(f"{path}: no such file or directory")
+        return EXIT_ERROR
     try:
         report = validate(path, profile=args.profile)
     except SourceError as exc:

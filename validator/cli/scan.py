@@ -317,7 +317,7 @@ def run_scan(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one bran
     attach(results, {**hub.others, **plan.others}, policy)
     hub_context(results, hub)
     problem = write_reports(args, results, errors, time.perf_counter() - started, command="scan", policies=policies)
-    for message in errors:
+    for message in [*errors, *(r.error for r in results if r.error is not None)]:
         sys.stderr.write(escape_line(f"stcheck: {message}") + "\n")
     if problem is not None:
         return _fail(problem)

@@ -171,12 +171,12 @@ def _detail_lines(results: Sequence[FileResult], s: dict[str, Any], context: Con
 
 
 def _file_lines(r: FileResult, context: Context, paint: _Paint) -> Iterator[str]:
-    """One file's lines: its checkpoint heading, error, findings and notes."""
+    """One file's lines: its checkpoint heading, findings and notes.  (A file
+    that could not be read is counted in the summary line; the command says
+    why on stderr, as it does for a path that could not be opened.)"""
     loud = context.quiet == 0
     if r.checkpoint is not None and loud:
         yield checkpoint_line(r)
-    if r.error is not None:
-        yield escape_line(f"{escape_path(r.path)}: error {r.error}")
     for item in r.active:
         if not context.warnings and item.severity is Severity.WARNING:
             continue

@@ -97,7 +97,10 @@ def read_checksums(path: str) -> Checksums:
     try:
         with open(path, encoding="utf-8") as fh:
             lines = fh.read().splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        msg = f"{path}: cannot read checksums: {exc.strerror or exc}"
+        raise SourceError(msg) from exc
+    except UnicodeDecodeError as exc:
         msg = f"{path}: cannot read checksums: {exc}"
         raise SourceError(msg) from exc
     base = os.path.dirname(os.path.abspath(path))
