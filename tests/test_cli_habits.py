@@ -442,3 +442,17 @@ def test_the_progress_bar_counts_bytes_and_speed_in_the_same_units() -> None:
     (speed,) = [c for c in columns if type(c).__name__ == "BinarySpeedColumn"]
     task = SimpleNamespace(finished_speed=None, speed=3 * 2**20)
     assert str(speed.render(task)) == "3.0 MiB/s"
+
+
+def test_findings_count_in_the_singular_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import validator
+    from validator._check import Checker
+    from validator.scan.policy import Policy, check_policy
+
+    (finding,) = validator.validate(b"\x01").findings
+    assert finding.message == "file is 1 byte; the 8-byte length prefix alone needs 8"
+    (finding,) = [f for f in validator.validate(clean_file()[:-1]).findings if f.slug == "buffer-truncated"]
+    assert finding.message.endswith(": 1 byte missing")
+    out = Checker()
+    check_policy(validator.validate(clean_file()), Policy(max_tensors=0), out)
+    assert out.findings[0].message == "file has 1 tensor; the policy allows 0"

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Final
 
 from validator._check import MAX_PER_RULE, Checker
+from validator._display import plural
 from validator._errors import SourceError
 from validator._group import group_per_tensor
 from validator._rules import Profile
@@ -339,7 +340,7 @@ def _not_a_file(job: Job, result: FileResult) -> None:
             result.stamp = stamp_of(os.stat(job.path))
         out.add(
             "download-incomplete",
-            f"an interrupted download ({size} bytes so far): resume or restart it, or delete the blob",
+            f"an interrupted download ({plural(size, 'byte')} so far): resume or restart it, or delete the blob",
             None,
         )
     result.items = apply_policy(out.findings, None)
