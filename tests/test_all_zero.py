@@ -167,7 +167,7 @@ def test_download_groups_per_tensor_findings_as_scan_does(tmp_path: Path, capsys
     scanned = [line for line in capsys.readouterr().out.splitlines() if ": ST602 " in line]
     with Server() as server:
         server.site.resources["/m.safetensors"] = from_bytes(data)
-        assert main(["download", server.url + "/m.safetensors", "-o", str(tmp_path / "o"), "--progress", "never"]) == 0
+        assert main(["download", server.url + "/m.safetensors", "-d", str(tmp_path / "o"), "--progress", "never"]) == 0
     downloaded = [line for line in capsys.readouterr().out.splitlines() if ": ST602 " in line]
     assert len(scanned) == len(downloaded) == 1  # was 5 lines in download
     assert "5 tensors ('h.0.mlp.c_fc.weight', 'h.1.mlp.c_fc.weight', 'h.2.mlp.c_fc.weight' and 2 more)" in downloaded[0]

@@ -23,7 +23,8 @@ LEADING_SPACE = st(' {"w":' + entry("F32", (1,), (0, 4)) + "}", b"\0" * 4)  # st
 UNALIGNED = st("{}", pad=False)  # warning only
 LINE = re.compile(r"^(?P<path>.+):(?P<offset>\d*): (?P<code>ST\d{3}) (?P<slug>[a-z0-9-]+) (?P<message>.+)$")
 SUMMARY = re.compile(
-    r"^\d+ files? checked \((strict|reference)\): \d+ valid, \d+ invalid; \d+ errors, \d+ warnings(; \d+ more findings not listed \(1000 per rule kept\))?(; \d+ unreadable)?$"
+    r"^\d+ files? checked \((strict|reference)\): \d+ valid, \d+ invalid; \d+ errors?, \d+ warnings?"
+    r"(; \d+ more findings? not listed \(1000 per rule and file kept\))?(; \d+ unreadable)?$"
 )
 
 
@@ -66,7 +67,7 @@ def test_invalid_file_exits_1(tmp_path, capsys) -> None:
     assert (m["code"], m["slug"]) == ("ST401", "offsets-not-contiguous")
     assert int(m["offset"]) == data_start(HOLE)
     assert SUMMARY.match(lines[-1])
-    assert lines[-1].endswith("0 valid, 1 invalid; 1 errors, 0 warnings")
+    assert lines[-1].endswith("0 valid, 1 invalid; 1 error, 0 warnings")
 
 
 def test_missing_file_exits_2(tmp_path, capsys) -> None:
@@ -153,7 +154,7 @@ def test_warnings_do_not_fail_and_can_be_hidden(tmp_path, capsys) -> None:
         out.splitlines()[0]
         == f"{path}:0: ST104 header-unaligned " + out.splitlines()[0].split(" header-unaligned ", 1)[1]
     )
-    assert out.splitlines()[-1].endswith("1 valid, 0 invalid; 0 errors, 1 warnings")
+    assert out.splitlines()[-1].endswith("1 valid, 0 invalid; 0 errors, 1 warning")
     code, out, _ = _run(capsys, "check", "--no-warnings", path)
     assert code == 0
     assert len(out.splitlines()) == 1
@@ -168,21 +169,24 @@ def test_json_output(tmp_path, capsys) -> None:
     code, out, _ = _run(capsys, "check", "--format", "json", ok, bad)
     assert code == 1
     doc = json.loads(out)
-    assert set(doc) == {"tool", "version", "profile", "files", "summary"}
-    assert doc["tool"] == "stcheck"
+    # The document `stcheck scan --format json` writes (one writer), with "command": "check".
+    assert set(doc) == {"tool", "version", "command", "profile", "policy", "policies", "files", "summary"}
+    assert (doc["tool"], doc["command"], doc["policy"], doc["policies"]) == ("stcheck", "check", None, [])
     assert doc["profile"] == "strict"
-    assert doc["summary"] == {
+    summary = doc["summary"]
+    assert {k: summary[k] for k in ("files", "valid", "invalid", "reference_loads", "errors", "warnings")} == {
         "files": 2,
         "valid": 1,
         "invalid": 1,
         "reference_loads": 0,
         "errors": 1,
         "warnings": 0,
-        "suppressed": 0,
-        "unreadable": [],
     }
+    assert (summary["suppressed"], summary["not_listed"], summary["unreadable"]) == (0, 0, [])
+    assert summary["bytes_scanned"] == 0  # check reads headers only
+    assert summary["findings_by_rule"] == {"ST401 offsets-not-contiguous": 1}
     first, second = doc["files"]
-    assert set(first) == {
+    assert {
         "path",
         "valid",
         "profile",
@@ -193,7 +197,8 @@ def test_json_output(tmp_path, capsys) -> None:
         "metadata",
         "suppressed",
         "reference_valid",
-    }
+    } <= set(first)
+    assert (first["kind"], first["tensor_count"], first["sha256"]) == ("safetensors", 1, None)
     assert (first["path"], first["valid"], first["findings"]) == (ok, True, [])
     assert (first["reference_valid"], second["reference_valid"]) == (True, False)
     assert first["tensors"] == {"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}
@@ -231,7 +236,8 @@ def test_directory_recursion_finds_safetensors_only(tmp_path, capsys) -> None:
     code, out, _ = _run(capsys, "check", "--format", "json", str(tmp_path / "m"))
     assert code == 1
     doc = json.loads(out)
-    assert [f["path"] for f in doc["files"]] == [a, b]
+    assert [f["path"] for f in doc["files"] if f["kind"] == "safetensors"] == [a, b]
+    assert [Path(f["path"]).name for f in doc["files"] if f["kind"] == "other"] == ["c.safetensors.bak", "notes.txt"]
 
 
 def test_empty_directory_is_an_error_not_a_pass(tmp_path, capsys) -> None:
@@ -254,7 +260,7 @@ def test_inspect_text(tmp_path, capsys) -> None:
     assert lines[0] == f"{path}: {len(VALID)} bytes, header {len(VALID) - 16} bytes"
     assert lines[1].split() == ["name", "dtype", "shape", "begin", "end", "bytes"]
     assert lines[3].split() == ["w", "F32", "[2]", "0", "8", "8"]
-    assert "1 tensors, 8 data bytes" in lines
+    assert "1 tensor, 8 data bytes" in lines
     assert "  format: pt" in lines
     assert lines[-1] == "valid"
 
@@ -333,10 +339,10 @@ def test_suppressed_findings_are_counted_in_both_formats(tmp_path, capsys) -> No
     lines = out.splitlines()
     assert len(lines) == 2001
     assert SUMMARY.match(lines[-1])
-    assert lines[-1].endswith("2000 errors, 0 warnings; 999 more findings not listed (1000 per rule kept)")
+    assert lines[-1].endswith("2000 errors, 0 warnings; 999 more findings not listed (1000 per rule and file kept)")
     code, out, _ = _run(capsys, "check", "--format", "json", path)
     doc = json.loads(out)
-    assert doc["summary"]["suppressed"] == 999
+    assert doc["summary"]["not_listed"] == 999  # "suppressed" counts what a policy suppressed, as in scan
     assert doc["files"][0]["suppressed"] == 999
 
 
@@ -418,7 +424,8 @@ def test_repeated_tensor_warnings_are_grouped(tmp_path, capsys) -> None:
     lines = out.splitlines()
     assert [line.split()[1] for line in lines[:-1]] == ["ST104", "ST408"], lines
     assert "20 tensors ('t00', 't01', 't02' and 17 more)" in lines[1]
-    assert lines[-1].endswith("0 errors, 21 warnings")  # the summary still counts every occurrence
+    # The summary counts the findings listed, as JSON lists them and scan counts them.
+    assert lines[-1].endswith("0 errors, 2 warnings")
     code, out, _ = _run(capsys, "check", "--format", "json", path)
     findings = json.loads(out)["files"][0]["findings"]
     assert [f["code"] for f in findings] == ["ST104", "ST408"]
@@ -468,7 +475,7 @@ def test_hostile_names_in_check_output(tmp_path, name) -> None:
             lines = out.splitlines()
             assert len(lines) == 2, lines  # one finding and the summary: no forged line
             assert all(c.isprintable() for c in out.replace("\n", ""))
-            assert lines[-1] == "1 file checked (strict): 0 valid, 1 invalid; 1 errors, 0 warnings"
+            assert lines[-1] == "1 file checked (strict): 0 valid, 1 invalid; 1 error, 0 warnings"
         else:
             doc = json.loads(out)
             (entry_,) = doc["files"]

@@ -26,7 +26,9 @@ from validator.scan.engine import Job, Options, scan_file
 from validator.scan.integrity import Expected
 from validator.scan.ranges import Plan, cut, plan, scan_split
 
-distributed = pytest.importorskip("distributed", reason="the cluster tests need dask[distributed] (stcheck[cluster])")
+distributed = pytest.importorskip(
+    "distributed", reason="the cluster tests need dask[distributed]: pip install '.[cluster]' from this checkout"
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent

@@ -333,7 +333,7 @@ def test_cli_import_pulls_in_neither_atheris_nor_numpy():
 def test_missing_atheris_is_a_usage_error_with_the_install_hint(monkeypatch, capsys):
     monkeypatch.setattr(_fuzz_runner, "atheris_available", lambda: False)
     assert _cli.main(["fuzz", "validate", "--seconds", "1"]) == 2
-    assert "install the fuzz extra from this checkout: pip install " in capsys.readouterr().err
+    assert "(the fuzz extra, from this checkout of stcheck)" in capsys.readouterr().err
 
 
 def test_loader_under_test_needs_a_loader(capsys):

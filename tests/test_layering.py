@@ -204,13 +204,50 @@ HEAVY = (
 )
 
 
+# The part of validator.scan that `stcheck check` shares with `stcheck scan`
+# (one policy, one result type, one writer per format): modules that import
+# only the core and each other, never the engine, multiprocessing or numpy
+# (checked over the import graph below), so check FILE stays light.
+SHARED_WITH_CHECK = (
+    "validator.scan",
+    "validator.scan.format_common",
+    "validator.scan.formats",
+    "validator.scan.policy",
+    "validator.scan.results",
+    "validator.scan.verdicts",
+)
+# Also light, and reached from those: the formats loaded only when chosen
+# (SARIF, JUnit, the CycloneDX BOM, whose cyclonedx import is itself lazy),
+# and the type of a result's stamp (validator.scan.identity, under
+# TYPE_CHECKING).
+SHARED_LIGHT = ("validator.scan.sarif", "validator.scan.junit", "validator.scan.bom", "validator.scan.identity")
+
+
+def test_what_check_shares_with_scan_imports_only_the_core():
+    graph = import_graph()
+    seen: set[str] = set()
+    todo = list(SHARED_WITH_CHECK)
+    while todo:
+        module = todo.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        if module != "validator":  # the facade (for __version__): its io exports load lazily, on use
+            todo.extend(graph.get(module, ()))
+    allowed = {*SHARED_WITH_CHECK, *SHARED_LIGHT, "validator"}
+    outside = sorted(m for m in seen if layer(m) != "core" and m not in allowed)
+    assert outside == []
+
+
 def loaded_after(code: str, *args: str) -> list[str]:
     probe = f"{code}\nimport sys\nprint('\\n'.join(sorted(sys.modules)))"
     done = subprocess.run(
         [sys.executable, "-c", probe, *args], capture_output=True, text=True, check=True, cwd=ROOT, timeout=60
     )
     names = done.stdout.split()
-    return sorted(m for m in names if any(m == h or m.startswith(h + ".") for h in HEAVY))
+    return sorted(
+        m for m in names if any(m == h or m.startswith(h + ".") for h in HEAVY) and m not in SHARED_WITH_CHECK
+    )
 
 
 def test_import_validator_stays_light():
@@ -222,6 +259,11 @@ def test_check_subcommand_imports_only_its_own_module(tmp_path):
     path.write_bytes(b"\x02\x00\x00\x00\x00\x00\x00\x00{}")
     code = "import sys\nfrom validator.cli.main import main\nassert main(['check', sys.argv[1]]) == 0"
     assert loaded_after(code, str(path)) == []
+    # The working directory's pyproject.toml is read for a [tool.stcheck]
+    # policy, as scan reads it; that loads nothing heavy either.
+    (tmp_path / "pyproject.toml").write_text("[tool.stcheck]\nmax_tensors = 10\n")
+    code = "import os, sys\nfrom validator.cli.main import main\nos.chdir(sys.argv[2])\nassert main(['check', sys.argv[1]]) == 0"
+    assert loaded_after(code, str(path), str(tmp_path)) == []
 
 
 # --- a subcommand whose module cannot be imported ------------------------------
@@ -247,11 +289,13 @@ def test_missing_optional_package_is_one_line_and_exit_2(fake_scan, capsys):
     fake_scan("import stcheck_no_such_package.sub\n")
     assert main(["scan", "x.safetensors"]) == 2
     err = capsys.readouterr().err
+    # stcheck is on no index: the hint installs the extra from this checkout (issue 24).
     expected = (
-        "stcheck: `stcheck scan` needs the package 'stcheck_no_such_package', which is not installed"
-        " (pip install 'stcheck[scan]')"
+        "stcheck: `stcheck scan` needs the package 'stcheck_no_such_package', which is not installed:"
+        f" pip install '{ROOT}[scan]' (the scan extra, from this checkout of stcheck)"
     )
     assert err.splitlines() == [expected]
+    assert "'stcheck[" not in err
 
 
 def test_missing_optional_package_still_lists_the_subcommand(fake_scan, capsys):

@@ -46,7 +46,7 @@ def test_download_refuses_a_bad_header_before_any_data(server, tmp_path, capsys)
     data = big_valid(tmp_path)
     server.site.resources["/bad.safetensors"] = from_bytes(data[:-1])
     out = tmp_path / "out"
-    code, stdout, err = run_cli(capsys, "download", server.url + "/bad.safetensors", "-o", str(out))
+    code, stdout, err = run_cli(capsys, "download", server.url + "/bad.safetensors", "-d", str(out))
     assert code == 1
     assert "ST407 buffer-truncated" in stdout
     assert "refused before downloading any tensor data" in err
@@ -58,12 +58,12 @@ def test_download_sha256_mismatch_leaves_nothing(server, tmp_path, capsys):
     data = big_valid(tmp_path)
     server.site.resources["/m.safetensors"] = from_bytes(data)
     out = tmp_path / "out"
-    code, stdout, _ = run_cli(capsys, "download", server.url + "/m.safetensors", "-o", str(out), "--sha256", "0" * 64)
+    code, stdout, _ = run_cli(capsys, "download", server.url + "/m.safetensors", "-d", str(out), "--sha256", "0" * 64)
     assert code == 1
     assert "ST606 checksum-mismatch" in stdout
     assert list(out.iterdir()) == []
     code, stdout, _ = run_cli(
-        capsys, "download", server.url + "/m.safetensors", "-o", str(out), "--sha256", hashlib.sha256(data).hexdigest()
+        capsys, "download", server.url + "/m.safetensors", "-d", str(out), "--sha256", hashlib.sha256(data).hexdigest()
     )
     assert code == 0, stdout
     assert "sha256 checked against --sha256" in stdout
@@ -138,7 +138,7 @@ def test_download_hub_checks_the_lfs_oid(hub, server, tmp_path):  # noqa: F811 -
 def test_download_deep_check_warnings_are_reported(server, tmp_path, capsys):
     data = st_bytes({"z": np.zeros((64, 64), np.float32), "n": np.array([np.nan, 1.0], np.float32)}, tmp_path)
     server.site.resources["/m.safetensors"] = from_bytes(data)
-    code, stdout, _ = run_cli(capsys, "download", server.url + "/m.safetensors", "-o", str(tmp_path / "o"))
+    code, stdout, _ = run_cli(capsys, "download", server.url + "/m.safetensors", "-d", str(tmp_path / "o"))
     assert code == 0
     assert "ST602 tensor-all-zero" in stdout
     assert "ST601 tensor-nan-inf" in stdout

@@ -160,7 +160,7 @@ def test_hostile_shard_names_never_reach_the_terminal_raw(server, tmp_path, caps
     server.site.resources["/ckpt/model.safetensors.index.json"] = from_bytes(json.dumps(index).encode())
     out = tmp_path / "out"
     code, stdout, stderr = run_cli(
-        capsys, "download", server.url + "/ckpt/model.safetensors.index.json", "-o", str(out), "--progress", progress
+        capsys, "download", server.url + "/ckpt/model.safetensors.index.json", "-d", str(out), "--progress", progress
     )
     assert code in {0, 1}, stderr
     assert_no_raw_control(stdout)
@@ -178,7 +178,7 @@ def test_hostile_hub_file_names_never_reach_the_terminal_raw(hub, server, tmp_pa
     ]
     hub.add("org/evil", files, sha="e" * 40)
     code, stdout, stderr = run_cli(
-        capsys, "download", "hf://org/evil", "-o", str(tmp_path / "out"), "--progress", "always"
+        capsys, "download", "hf://org/evil", "-d", str(tmp_path / "out"), "--progress", "always"
     )
     # unsafe_shard_name refuses names with control characters before any byte
     # is fetched: a usage error (exit 2) whose one line is escaped.
@@ -209,10 +209,10 @@ def test_an_output_that_cannot_be_written_is_one_line_and_exit_2(server, tmp_pat
     afile = tmp_path / "afile"
     afile.write_text("x")
     url = server.url + "/m.safetensors"
-    code, out, err = run_cli(capsys, "download", url, "-o", str(afile), "--progress", "never")
+    code, out, err = run_cli(capsys, "download", url, "-d", str(afile), "--progress", "never")
     assert (code, out, err) == (2, "", f"stcheck download: {afile}: not a directory\n")
     assert not any(p == "/m.safetensors" for p, _ in server.site.log)  # refused before any byte
-    code, out, err = run_cli(capsys, "download", url, "-o", str(afile / "sub"), "--progress", "never")
+    code, out, err = run_cli(capsys, "download", url, "-d", str(afile / "sub"), "--progress", "never")
     assert (code, out) == (2, "")
     assert err == f"stcheck download: {afile / 'sub'}: cannot write the download: Not a directory\n"
     assert afile.read_text() == "x"

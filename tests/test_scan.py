@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from importlib import resources
 from pathlib import Path
 
 import jsonschema
@@ -57,19 +58,21 @@ def test_parallel_and_serial_results_agree(tmp_path):
     assert [len(r.items) for r in serial] == [0, 3, 0, 3, 0]
 
 
-def test_summary_table(tmp_path, capsys):
+def test_summary_line_and_statistics(tmp_path, capsys):
     write(tmp_path / "zero.safetensors", all_zero_file())
-    rc, out, err = run(capsys, "--deep", str(tmp_path))
+    rc, out, err = run(capsys, "--deep", "--statistics", str(tmp_path))
     assert rc == 0
     assert err == ""
-    assert "summary" in out
-    table = [line.split() for line in out.split("summary\n", 1)[1].splitlines()]
-    assert ["files", "1"] in table
-    assert ["valid", "1"] in table
-    assert ["errors", "/", "warnings", "0", "/", "3"] in table
-    assert ["ST602", "tensor-all-zero", "2"] in table
-    assert ["ST603", "data-zero-tail", "1"] in table
-    assert next(row for row in table if row[0] == "bytes")[:5] == ["bytes", "scanned", "20616", "(20.1", "KiB,"]
+    lines = out.splitlines()
+    # The summary line `check` prints too, then what only a scan that read data has.
+    summary = next(i for i, line in enumerate(lines) if " checked (strict): " in line)
+    assert lines[summary] == "1 file checked (strict): 1 valid, 0 invalid; 0 errors, 3 warnings"
+    assert lines[summary + 1].startswith("  read 20.1 KiB in ")
+    assert lines[summary + 1].endswith("/s)")
+    assert [line.split() for line in lines[summary + 2 :]] == [
+        ["2", "ST602", "tensor-all-zero"],
+        ["1", "ST603", "data-zero-tail"],
+    ]
 
 
 def test_sha256_match_and_mismatch(tmp_path, capsys):
@@ -153,17 +156,21 @@ def test_hf_cache_reports_per_model_and_file_and_finds_the_corrupted_blob(tmp_pa
     files = fake_hf_cache(tmp_path)
     rc, doc = scan_json(capsys, "--hf-cache", str(tmp_path))
     assert rc == 1
-    got = [(f["model"], f["path"], f["kind"], [x["rule"] for x in f["findings"]]) for f in doc["files"]]
+    got = [(f["model"], f["revision"], f["path"], f["kind"], [x["rule"] for x in f["findings"]]) for f in doc["files"]]
+    # Paths anyone can open (the snapshot's links), with the repository and revision beside them.
+    snap = tmp_path / "models--acme--tiny" / "snapshots"
+    a, b = "a" * 40, "b" * 40
     assert got == [
-        ("acme/tiny", "acme/tiny@aaaaaaaaaaaa/config.json", "blob", []),
-        ("acme/tiny", "acme/tiny@aaaaaaaaaaaa/model.safetensors", "safetensors", []),
-        ("acme/tiny", "acme/tiny@bbbbbbbbbbbb/model.safetensors", "safetensors", []),
-        ("acme/tiny", "acme/tiny@bbbbbbbbbbbb/sub/other.safetensors", "safetensors", ["checksum-mismatch"]),
+        ("acme/tiny", a, str(snap / a / "config.json"), "blob", []),
+        ("acme/tiny", a, str(snap / a / "model.safetensors"), "safetensors", []),
+        ("acme/tiny", b, str(snap / b / "model.safetensors"), "safetensors", []),
+        ("acme/tiny", b, str(snap / b / "sub" / "other.safetensors"), "safetensors", ["checksum-mismatch"]),
     ]
+    assert all(Path(f["path"]).is_file() for f in doc["files"])
     message = doc["files"][3]["findings"][0]["message"]
     assert f"hub cache blob name expects {sha256(files['other'])}" in message
     assert doc["summary"]["models"] == {"acme/tiny": {"files": 4, "invalid": 1}}
-    schema = json.loads((Path(__file__).resolve().parent.parent / "spec" / "report.schema.json").read_text())
+    schema = json.loads((resources.files("validator") / "schemas" / "report.schema.json").read_text())
     jsonschema.Draft202012Validator(schema).validate(doc)
     # The blob shared by both snapshots is read once.
     assert doc["summary"]["bytes_scanned"] == len(files["good"]) + len(files["other"]) + len(files["config"])
@@ -191,9 +198,10 @@ def test_hf_cache_dangling_link_is_an_io_error(tmp_path):
     errors: list[str] = []
     jobs = hf_cache_jobs(str(tmp_path), errors)
     assert len(jobs) == 2
-    assert [e.split(":")[0] for e in errors] == [
-        "acme/tiny@aaaaaaaaaaaa/model.safetensors",
-        "acme/tiny@bbbbbbbbbbbb/model.safetensors",
+    snap = tmp_path / "models--acme--tiny" / "snapshots"
+    assert [e.split(": ")[0] for e in errors] == [
+        str(snap / ("a" * 40) / "model.safetensors"),
+        str(snap / ("b" * 40) / "model.safetensors"),
     ]
 
 
@@ -256,9 +264,9 @@ def test_hf_cache_text_summary_lists_models(tmp_path, capsys):
     fake_hf_cache(tmp_path)
     rc, out, _ = run(capsys, "--hf-cache", str(tmp_path))
     assert rc == 1
-    assert "acme/tiny@bbbbbbbbbbbb/sub/other.safetensors: ST606 checksum-mismatch sha256 is " in out
-    table = [line.split() for line in out.split("summary\n", 1)[1].splitlines()]
-    assert ["acme/tiny", "4", "files,", "1", "invalid"] in table
+    other = tmp_path / "models--acme--tiny" / "snapshots" / ("b" * 40) / "sub" / "other.safetensors"
+    assert f"{other}: ST606 checksum-mismatch sha256 is " in out
+    assert "  acme/tiny@aaaaaaaaaaaa, acme/tiny@bbbbbbbbbbbb: 4 files, 1 invalid" in out.splitlines()
 
 
 def test_many_tiny_tensors(tmp_path):

@@ -42,7 +42,7 @@ def test_empty_directory_exits_2(tmp_path, capsys):
     rc, out, err = run(capsys, "--no-config", str(tmp_path))
     assert rc == 2
     assert f"{tmp_path}: no *.safetensors file in this directory or below it" in err
-    assert "unreadable" in out.split("summary", 1)[1]
+    assert out.splitlines()[-1].endswith("; 1 unreadable")
 
 
 def test_mistyped_path_exits_2(tmp_path, capsys):
@@ -72,7 +72,8 @@ def test_incomplete_hub_download_is_a_finding(tmp_path, capsys):
     rc, doc, _ = scan_json(capsys, "--no-config", "--hf-cache", str(tmp_path))
     assert rc == 1
     (entry,) = [f for f in doc["files"] if f["path"].endswith(".incomplete")]
-    assert entry["path"] == f"acme/tiny/blobs/{partial.name}"
+    assert entry["path"] == str(partial)  # a path anyone can open, not "acme/tiny/blobs/..."
+    assert entry["model"] == "acme/tiny"
     assert [(x["code"], x["rule"]) for x in entry["findings"]] == [("ST614", "download-incomplete")]
     assert "interrupted download (1000 bytes so far)" in entry["findings"][0]["message"]
 
@@ -94,9 +95,9 @@ def test_header_only_scan_prints_no_zero_byte_count(tmp_path, capsys):
     path = write(tmp_path / "a.safetensors", clean_file())
     rc, out, _ = run(capsys, "--no-config", str(path))
     assert rc == 0
-    assert "bytes scanned" not in out
+    assert out.splitlines() == ["1 file checked (strict): 1 valid, 0 invalid; 0 errors, 0 warnings"]
     rc, out, _ = run(capsys, "--no-config", "--deep", str(path))
-    assert "bytes scanned" in out
+    assert out.splitlines()[-1].startswith(f"  read {len(clean_file())} B in ")
 
 
 # --- policy: found from the scanned paths, named in every format --------------------
@@ -136,8 +137,7 @@ def test_every_format_names_the_policy_in_force(tmp_path, capsys, monkeypatch):
     source = f"{tmp_path / 'pyproject.toml'} [tool.stcheck]"
     monkeypatch.chdir(tmp_path)
     _, out, _ = run(capsys, "--format", "text", str(path))
-    assert f"  policy{' ' * 1}" in out
-    assert source in out.split("summary", 1)[1]
+    assert out.splitlines()[-1].endswith(f"; policy {source}")
     _, out, _ = run(capsys, "--format", "json", str(path))
     assert json.loads(out)["policies"] == [source]
     _, out, _ = run(capsys, "--format", "sarif", str(path))
@@ -146,9 +146,9 @@ def test_every_format_names_the_policy_in_force(tmp_path, capsys, monkeypatch):
     props = ET.fromstring(out).find("testsuite/properties")
     assert props is not None
     assert [(p.get("name"), p.get("value")) for p in props] == [("policy", source)]
+    # No policy: the text says nothing about one (issue 24: a long "policy none (...)" line).
     _, out, _ = run(capsys, "--no-config", "--format", "text", str(path))
-    assert "policy" in out.split("summary", 1)[1]
-    assert "none (no --policy" in out
+    assert "policy" not in out.splitlines()[-1]
 
 
 # --- progress in a CI log ------------------------------------------------------------
@@ -204,8 +204,10 @@ def test_per_tensor_findings_are_capped_and_grouped(tmp_path, capsys, fmt):
     policy = write(tmp_path / "p.toml", b'forbidden_dtypes = ["U8"]\n')
     rc, out, _ = run(capsys, "--deep", "--policy", str(policy), "--format", fmt, str(path))
     assert rc == 1
-    # One grouped finding per rule instead of 3000 of each (about 4 MB of SARIF before).
-    assert len(out) < 100_000, len(out)
+    # One grouped finding per rule instead of 3000 of each (about 4 MB of SARIF before);
+    # SARIF's rule catalogue (with each rule's help) is the same whatever was found.
+    found = json.dumps(json.loads(out)["runs"][0]["results"]) if fmt == "sarif" else out
+    assert len(found) < 100_000, len(found)
     assert f"{n} tensors ('t0', 't1', 't2' and {n - 3} more)" in out
     if fmt == "sarif":
         assert len(json.loads(out)["runs"][0]["results"]) == 3  # all-zero, zero tail, forbidden dtype
@@ -255,7 +257,7 @@ def test_hostile_names_in_every_format_parse_back(tmp_path, raw):
         return proc.stdout
 
     text = scan("text").decode("utf-8")
-    body = text.split("\nsummary\n")[0].splitlines()
+    body = text.splitlines()[:-1]  # the last line is the summary
     assert len(body) == 1, body  # one finding line: a newline in the name cannot forge another
     assert body[0].isprintable()
     assert "ST406 buffer-trailing-bytes" in body[0]

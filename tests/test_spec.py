@@ -13,6 +13,7 @@ import random
 import re
 import struct
 from contextlib import redirect_stdout
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,9 @@ from validator._rules import RULES, Profile
 from validator.cli.main import main
 
 SPEC_DIR = Path(__file__).resolve().parent.parent / "spec"
+# The schemas as an installed user has them: package data (spec/ holds
+# copies, checked byte for byte by tests/test_output_schemas.py).
+SCHEMAS = Path(str(resources.files("validator") / "schemas"))
 U64_MAX = (1 << 64) - 1
 
 # Facts about the upstream docs/safetensors.schema.json (safetensors repo):
@@ -46,13 +50,13 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def header_schema(spec_path: Path) -> dict[str, Any]:
-    return _load(spec_path / "header.schema.json")
+def header_schema() -> dict[str, Any]:
+    return _load(SCHEMAS / "header.schema.json")
 
 
 @pytest.fixture(scope="module")
-def report_schema(spec_path: Path) -> dict[str, Any]:
-    return _load(spec_path / "report.schema.json")
+def report_schema() -> dict[str, Any]:
+    return _load(SCHEMAS / "report.schema.json")
 
 
 @pytest.fixture(scope="module")
@@ -261,8 +265,8 @@ def test_upstream_schema_gaps_are_fixed(header_validator: Draft202012Validator) 
 
 
 @pytest.mark.parametrize("name", ["header.schema.json", "report.schema.json"])
-def test_schema_files_are_valid_2020_12_schemas(name: str, spec_path: Path) -> None:
-    schema = _load(spec_path / name)
+def test_schema_files_are_valid_2020_12_schemas(name: str) -> None:
+    schema = _load(SCHEMAS / name)
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     Draft202012Validator.check_schema(schema)
 
@@ -385,7 +389,7 @@ def test_check_json_output_validates(
     codes = {c for f in doc["files"] for c in (x["code"] for x in f["findings"])}
     assert {"ST101", "ST104", "ST205", "ST406", "ST312"} <= codes
     # A per-file report's tensors are themselves a valid header (strict sense).
-    header_validator = Draft202012Validator(_load(SPEC_DIR / "header.schema.json"))
+    header_validator = Draft202012Validator(_load(SCHEMAS / "header.schema.json"))
     for report in doc["files"]:
         if report["tensors"] is not None:
             header_validator.validate(report["tensors"])

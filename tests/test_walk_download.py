@@ -36,7 +36,7 @@ def test_download_lists_what_it_leaves_behind(hub, server, tmp_path, capsys):  #
             HubFile("sub/\x1b[2Jevil.pt", pickle.dumps(1)),
         ],
     )
-    code, out, _ = run_cli(capsys, "download", "hf://org/model", "-o", str(tmp_path / "out"), "--no-deep")
+    code, out, _ = run_cli(capsys, "download", "hf://org/model", "-d", str(tmp_path / "out"), "--no-deep")
     assert code == 0
     lines = out.splitlines()
     assert lines[-5:] == [
@@ -51,6 +51,6 @@ def test_download_lists_what_it_leaves_behind(hub, server, tmp_path, capsys):  #
     ]
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["model.safetensors"]
     # A single file of the repository: nothing else is listed.
-    code, out, _ = run_cli(capsys, "download", "hf://org/model/model.safetensors", "-o", str(tmp_path / "o2"))
+    code, out, _ = run_cli(capsys, "download", "hf://org/model/model.safetensors", "-d", str(tmp_path / "o2"))
     assert code == 0
     assert "not downloaded" not in out

@@ -76,3 +76,9 @@ def finding_line(path: str, finding: _FindingLike) -> str:
     if finding.offset is not None:
         where += f":{finding.offset}"
     return escape_line(f"{where}: {finding.code} {finding.slug} {finding.message}")
+
+
+def plural(n: int, noun: str, many: str | None = None) -> str:
+    """A count and its noun, singular only for one: ``1 error``, ``2 errors``,
+    ``0 errors``; ``many`` is the plural when adding an s is wrong."""
+    return f"{n} {noun if n == 1 else many or noun + 's'}"

@@ -21,6 +21,7 @@ from itertools import repeat
 from operator import add, lt, mod, sub
 from typing import TYPE_CHECKING, Any, Final
 
+from validator._display import plural
 from validator._dtypes import DTYPE_BITS
 from validator._entries import pointer
 from validator._numbers import U64_MAX
@@ -254,13 +255,14 @@ def _coverage(data_start: int, cursor: int, last_name: str | None, file_size: in
         out.add(
             "buffer-truncated",
             f"file ends at {file_size} but tensor {last_name!r} ends at {expected}: "
-            f"{expected - file_size} bytes missing",
+            f"{plural(expected - file_size, 'byte')} missing",
             file_size,
             tensor=last_name,
         )
     elif expected < file_size:
         out.add(
             "buffer-trailing-bytes",
-            f"{file_size - expected} bytes follow the end of the last tensor at {expected}",
+            f"{plural(file_size - expected, 'byte')} follow{'s' if file_size - expected == 1 else ''} "
+            f"the end of the last tensor at {expected}",
             expected,
         )

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
+from validator._display import plural
 from validator._rules import BY_SLUG, MAX_HEADER_SIZE, PREFIX_LEN
 from validator._sniff import SNIFF_LEN, Identified, identify
 
@@ -45,7 +46,7 @@ def check_prefix(
     prefix makes the file's first bytes be checked for a foreign format.
     """
     if file_size < PREFIX_LEN:
-        out.add("file-too-small", f"file is {file_size} bytes; the 8-byte length prefix alone needs 8", 0)
+        out.add("file-too-small", f"file is {plural(file_size, 'byte')}; the 8-byte length prefix alone needs 8", 0)
         return None
     n = int.from_bytes(prefix[:PREFIX_LEN], "little")
     failed = prefix_rule(prefix, file_size)

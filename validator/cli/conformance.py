@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from validator._command import stop_all
-from validator._display import escape_line
+from validator._display import escape_line, plural
 from validator._rejection import REJECT_EXIT
 from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
 from validator.conformance.adapter import ENV_REJECT
@@ -303,7 +303,8 @@ def _scorecard(impl: Impl, results: list[Result]) -> int:
     if failing:
         by_status = ", ".join(f"{s} {count[s]}" for s in STATUSES if s in FAILING and count.get(s))
         _out(
-            f"FAILED: {len(failing)} of {len(results)} files did not get the verdict the corpus requires ({by_status})"
+            f"FAILED: {len(failing)} of {plural(len(results), 'file')} did not get the verdict the corpus requires "
+            f"({by_status})"
         )
         return EXIT_INVALID
     required = len(results) - accepted - rejected

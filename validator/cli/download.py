@@ -1,8 +1,10 @@
-# Strategy: `stcheck download SOURCE -o DIR`, the command form of
+# Strategy: `stcheck download SOURCE -d DIR`, the command form of
 # validator.remote.download: every header is vetted before any tensor data is
 # fetched, then each file is streamed once (written, hashed, deep-checked)
 # and renamed into place only when everything passed.  Progress goes to
 # stderr: a redrawn line on a terminal, else one line every few seconds.
+# The folder is -d/--dest, as in `pip download` (-o names a report FILE in
+# check and scan); -o/--output, its old name, still works with a note.
 #
 # Exit codes: 0 downloaded, 1 refused (findings printed), 2 usage, network or
 # I/O error.  Every line goes through validator._display: shard and file
@@ -11,19 +13,17 @@
 # ruff: noqa: T201
 from __future__ import annotations
 
+import argparse
 import sys
 import time
-from typing import TYPE_CHECKING
 
-from validator._display import escape_line, escape_path
+from validator._display import escape_line, escape_path, plural
 from validator._errors import SourceError
 from validator._group import group_per_tensor
+from validator._install import install_hint
 from validator._rules import Profile
 from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
 from validator.cli.targets import listing_lines
-
-if TYPE_CHECKING:
-    import argparse
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -38,15 +38,31 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         epilog="Exit codes: 0 downloaded, 1 refused (findings), 2 usage, network or I/O error.",
     )
     p.add_argument("source", metavar="SOURCE", help="http(s):// URL or hf://NAMESPACE/NAME[@REVISION][/PATH]")
-    p.add_argument("-o", "--output", required=True, metavar="DIR", help="directory to download into")
+    p.add_argument(
+        "-d",
+        "--dest",
+        metavar="DIR",
+        help="directory to download into (pip download's name; -o FILE means a report file in check and scan)",
+    )
+    p.add_argument("-o", "--output", dest="old_output", metavar="DIR", help=argparse.SUPPRESS)  # the old name
     p.add_argument("--sha256", metavar="HEX", help="expected sha256 of the file (one file only)")
     p.add_argument("--profile", choices=[p.value for p in Profile], default="strict", help="rule set (default strict)")
     p.add_argument("--no-deep", action="store_true", help="skip the deep checks of tensor contents")
     p.add_argument(
         "--progress", choices=["auto", "always", "never"], default="auto", help="progress on stderr (default auto)"
     )
-    p.add_argument("--timeout", type=float, default=30.0, metavar="S", help="seconds per connect and per read")
-    p.add_argument("--concurrency", type=int, default=16, metavar="N", help="header fetches in flight at once")
+    p.add_argument(
+        "--network-timeout",
+        dest="timeout",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="seconds per network connect and per read (default 30)",
+    )
+    p.add_argument("--timeout", dest="timeout", type=float, help=argparse.SUPPRESS)  # the old name
+    p.add_argument(
+        "--concurrency", type=int, default=16, metavar="N", help="header fetches in flight at once (default 16)"
+    )
     p.set_defaults(run=run_download)
 
 
@@ -71,11 +87,27 @@ class _Progress:
         sys.stderr.flush()
 
 
-def run_download(args: argparse.Namespace) -> int:
+def _destination(args: argparse.Namespace) -> str | None:
+    """-d/--dest DIR; -o/--output DIR, its old name, still works with a note."""
+    if args.old_output is not None:
+        if args.dest is not None and args.dest != args.old_output:
+            _error("give the folder once: -d/--dest DIR (-o/--output is its old name)")
+            return None
+        print("stcheck download: -o/--output DIR is now -d/--dest DIR; the old name still works", file=sys.stderr)
+        return str(args.old_output)
+    if args.dest is None:
+        _error("name the folder to download into: -d/--dest DIR")
+    return None if args.dest is None else str(args.dest)
+
+
+def run_download(args: argparse.Namespace) -> int:  # noqa: C901 - one branch per outcome
+    dest = _destination(args)
+    if dest is None:
+        return EXIT_ERROR
     try:
         from validator.remote import DownloadRefused, default_options, download  # noqa: PLC0415 - the remote extra
     except ImportError as exc:
-        return _error(f"needs the remote extra: pip install 'stcheck[remote]' ({exc.name})")
+        return _error(f"needs {exc.name}, which is not installed: {install_hint('remote')}")
     sha256 = None
     if args.sha256:
         from validator.scan.integrity import normalise_sha256  # noqa: PLC0415 - only with --sha256
@@ -89,7 +121,7 @@ def run_download(args: argparse.Namespace) -> int:
     try:
         done = download(
             args.source,
-            args.output,
+            dest,
             profile=args.profile,
             sha256=sha256,
             deep=not args.no_deep,
@@ -109,7 +141,7 @@ def run_download(args: argparse.Namespace) -> int:
             print(finding.format(item.path))
         checked = f"sha256 checked against {item.expected}" if item.expected else "no expected digest known"
         print(escape_line(f"{escape_path(item.path)}: {item.size:,} bytes, sha256 {item.sha256} ({checked})"))
-    print(f"{len(done)} file{'s' if len(done) != 1 else ''} downloaded into {escape_path(args.output)}")
+    print(f"{plural(len(done), 'file')} downloaded into {escape_path(dest)}")
     for line in listing_lines(listed, args.source):
         print(line)
     return EXIT_OK

@@ -8,34 +8,21 @@ from __future__ import annotations
 import json
 import sys
 
-from validator._display import finding_line
+from validator._display import escape_line, finding_line
 from validator._explain import EXAMPLES
-from validator._rules import BY_CODE, BY_SLUG, Profile, Rule, Severity
+from validator._rules import BY_CODE, BY_SLUG, Profile, Rule
 from validator._validate import validate
 from validator.cli._common import EXIT_ERROR, EXIT_OK
-from validator.scan.formats import spec_link
+from validator.scan.format_common import profiles_phrase, reference_phrase, spec_link
 
 _SHOWN_BYTES = 160
+# Where the full text is for someone who installed stcheck: SPEC.md is not
+# in the package, so `spec/SPEC.md` would name nothing on their disk.
+_SPEC_TEXT = "the section #{anchor} of SPEC.md, in stcheck's source tree (set STCHECK_SPEC_URL to link it)"
 
 
 def _lookup(key: str) -> Rule | None:
     return BY_SLUG.get(key) or BY_CODE.get(key.upper())
-
-
-def _profiles(rule: Rule) -> str:
-    return "strict and reference profiles" if len(rule.profiles) == 2 else "strict profile only"
-
-
-def _reference(rule: Rule) -> str:
-    if rule.reference_error is not None:
-        return f"safetensors 0.8.0 rejects such a file with {rule.reference_error}"
-    if rule.profiles == {Profile.STRICT}:
-        if rule.severity is Severity.WARNING:
-            return "safetensors 0.8.0 accepts such a file; the strict profile warns about it"
-        return "safetensors 0.8.0 accepts such a file; only the strict profile refuses it"
-    if rule.region == "format":
-        return "safetensors 0.8.0 rejects such a file at the length prefix"
-    return "not a check safetensors 0.8.0 makes"
 
 
 def _shown(data: bytes) -> str:
@@ -48,7 +35,7 @@ def explain(key: str, fmt: str = "text") -> int:
     """Print one rule's explanation; 2 when ``key`` names no rule."""
     rule = _lookup(key)
     if rule is None:
-        sys.stderr.write(f"stcheck: unknown rule {key!r}; `stcheck rules` lists them\n")
+        sys.stderr.write(escape_line(f"stcheck: unknown rule {key!r}; `stcheck rules` lists them") + "\n")
         return EXIT_ERROR
     example = EXAMPLES.get(rule.slug)
     data = None if example is None else example.file()
@@ -66,7 +53,8 @@ def explain(key: str, fmt: str = "text") -> int:
         "example": None if example is None else (example.text if data is None else data.hex()),
         "stcheck_says": said,
         "fix": None if example is None else example.fix,
-        "spec": spec_link(rule.anchor) or f"spec/SPEC.md#{rule.anchor}",
+        "anchor": rule.anchor,
+        "spec": spec_link(rule.anchor),
     }
     if fmt == "json":
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
@@ -74,7 +62,7 @@ def explain(key: str, fmt: str = "text") -> int:
     out = [
         f"{rule.code} {rule.slug}: {rule.title}",
         "",
-        f"Severity: {rule.severity.value}, under the {_profiles(rule)}; {_reference(rule)}.",
+        f"Severity: {rule.severity.value}, under the {profiles_phrase(rule)}; {reference_phrase(rule)}.",
     ]
     if example is not None:
         out += ["", "Bad example:"]
@@ -93,6 +81,6 @@ def explain(key: str, fmt: str = "text") -> int:
             out += [f"    {line}" for line in said]
         out += ["", "Fix:", f"    {example.fix}"]
     link = spec_link(rule.anchor)
-    out += ["", f"Spec: spec/SPEC.md#{rule.anchor}" + (f" ({link})" if link else "")]
+    out += ["", f"Spec: {link or _SPEC_TEXT.format(anchor=rule.anchor)}"]
     sys.stdout.write("\n".join(out) + "\n")
     return EXIT_OK

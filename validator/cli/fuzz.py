@@ -22,6 +22,7 @@ import time
 from typing import TYPE_CHECKING
 
 from validator._display import escape_line, escape_path
+from validator._install import install_hint
 from validator._rejection import REJECT_EXIT
 from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
 from validator.fuzz.harness import ALL_TARGETS, HYPOTHESIS, LOADER_UNDER_TEST
@@ -33,19 +34,11 @@ if TYPE_CHECKING:
     from validator.fuzz.supervisor import Summary
 
 _OWN_TARGETS = tuple(t for t in ALL_TARGETS if t != LOADER_UNDER_TEST)
-_PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _install_hint() -> str:
-    """How to get atheris, as a command that works: stcheck is not on any package index,
-    so the extra is installed from a checkout (this one, when the package runs from it)."""
-    if os.path.isfile(os.path.join(_PACKAGE_PARENT, "pyproject.toml")):
-        where = shlex.quote(f"{_PACKAGE_PARENT}[fuzz]")
-        return f"atheris is not installed; install the fuzz extra from this checkout: pip install {where}"
-    return (
-        "atheris is not installed; install the fuzz extra from a clone of the stcheck repository "
-        "(it is not on PyPI): pip install '/path/to/stcheck[fuzz]'"
-    )
+    """How to get atheris, as a command that works (validator._install)."""
+    return f"atheris is not installed: {install_hint('fuzz')}"
 
 
 def _cache_dir(*parts: str) -> str:
@@ -84,7 +77,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--workdir",
         help="working corpus and artifacts (default: ~/.cache/stcheck/fuzz, or under $XDG_CACHE_HOME)",
     )
-    p.add_argument("--regressions", default=os.path.join("corpus", "regressions"), help="where findings are saved")
+    p.add_argument(
+        "--regressions",
+        default=os.path.join("corpus", "regressions"),
+        help="where findings are saved (default corpus/regressions)",
+    )
     p.add_argument(
         "--seeds", action="append", default=[], metavar="DIR", help="extra seed directory (default: corpus/ if present)"
     )
@@ -112,7 +109,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="a command run once per input: exit 0 accepts, exit 1 (or --reject-exit) rejects; an uncaught "
         "exception (a Python traceback is judged by its class), a signal or any other exit is a crash",
     )
-    loader.add_argument("--loader-input", choices=["path", "bytes"], default="path", help="what the callable is given")
+    loader.add_argument(
+        "--loader-input", choices=["path", "bytes"], default="path", help="what the callable is given (default path)"
+    )
     loader.add_argument(
         "--reject-exception",
         action="append",

@@ -14,11 +14,13 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import sys
 from typing import TYPE_CHECKING, Final
 
 from validator import __version__
+from validator._install import install_hint
 from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
 
 if TYPE_CHECKING:
@@ -30,7 +32,7 @@ __all__ = ["EXIT_ERROR", "EXIT_INVALID", "EXIT_OK", "build_parser", "main"]
 # subcommand -> (module providing register(), the extra that installs what it needs)
 _COMMANDS: Final = {
     "check": ("validator.cli.check", None),
-    "inspect": ("validator.cli.check", None),
+    "inspect": ("validator.cli.inspect", None),
     "rules": ("validator.cli.check", None),
     "fuzz": ("validator.cli.fuzz", "fuzz"),
     "scan": ("validator.cli.scan", "scan"),
@@ -43,8 +45,8 @@ class _MissingExtraError(Exception):
     """A subcommand's module needs a third-party package that is not installed."""
 
     def __init__(self, command: str, package: str, extra: str | None) -> None:
-        how = f"pip install 'stcheck[{extra}]'" if extra else f"pip install {package}"
-        super().__init__(f"`stcheck {command}` needs the package {package!r}, which is not installed ({how})")
+        how = install_hint(extra) if extra else f"pip install {package}"
+        super().__init__(f"`stcheck {command}` needs the package {package!r}, which is not installed: {how}")
 
 
 def _load(command: str) -> ModuleType:
@@ -84,6 +86,31 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _subparser(parser: argparse.ArgumentParser, command: str | None) -> argparse.ArgumentParser | None:
+    for action in parser._actions:  # noqa: SLF001 - argparse keeps its subparsers only here
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:  # noqa: SLF001 - as above
+            found: argparse.ArgumentParser = action.choices[command]
+            return found
+    return None
+
+
+def _did_you_mean(parser: argparse.ArgumentParser, extra: Sequence[str]) -> str:
+    """`` (did you mean --format?)`` for the first unknown option that looks like a known one."""
+    known = [
+        o
+        for action in parser._actions  # noqa: SLF001 - the parser's own options
+        if action.help is not argparse.SUPPRESS
+        for o in action.option_strings
+        if o.startswith("--")
+    ]
+    for word in extra:
+        if word.startswith("--"):
+            close = difflib.get_close_matches(word.partition("=")[0], known, n=1, cutoff=0.7)
+            if close:
+                return f" (did you mean {close[0]}?)"
+    return ""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code."""
     for stream in (sys.stdout, sys.stderr):
@@ -102,7 +129,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"stcheck: {exc}", file=sys.stderr)  # noqa: T201 - the CLI talks to its terminal
         return EXIT_ERROR
     try:
-        args = parser.parse_args(arguments)
+        args, extra = parser.parse_known_args(arguments)
+        if extra:  # the subcommand's usage, not the top-level one, and a guess for a misspelt option
+            own = _subparser(parser, getattr(args, "command", None)) or parser
+            own.error(f"unrecognized arguments: {' '.join(extra)}{_did_you_mean(own, extra)}")
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code) if isinstance(exc.code, int) else EXIT_ERROR
     if not getattr(args, "command", None):

@@ -12,7 +12,6 @@
 # unreadable file, or nothing to scan at all (an empty directory, a
 # mistyped path): a scan that did no work never passes.
 # Paths are str, handled with os.path as in the rest of the package.
-# ruff: noqa: PTH123
 from __future__ import annotations
 
 import argparse
@@ -23,14 +22,24 @@ import sys
 import threading
 import time
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from validator._display import escape_line
+from validator._display import escape_line, plural
 from validator._errors import SourceError
-from validator._rules import Profile, Severity
+from validator._install import install_hint
+from validator._rules import Profile
 from validator.cli import signed
-from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
-from validator.cli.targets import REMOTE_PREFIXES, add_remote_options, scan_plan
+from validator.cli.report import (
+    add_output_options,
+    add_policy_options,
+    add_profile_option,
+    exit_code,
+    fail,
+    resolve_policy,
+    write_reports,
+)
+from validator.cli.targets import STDIN, add_remote_options, scan_plan
 from validator.scan import runner as scale
 from validator.scan.engine import (
     DEFAULT_CHUNK,
@@ -43,17 +52,17 @@ from validator.scan.engine import (
     stderr_is_tty,
     total_size,
 )
-from validator.scan.formats import FORMATS, human, write
+from validator.scan.format_common import human
 from validator.scan.integrity import Checksums, normalise_sha256, read_checksums
 from validator.scan.oms import SigningSetupError
-from validator.scan.policy import Policy, PolicyError, discover_policy, load_policy
+from validator.scan.policy import Policy, PolicyError
 from validator.scan.progress import rich_progress
 from validator.scan.verdicts import attach, link_result
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
-    from validator.scan.engine import FileResult
+    from validator.scan.results import FileResult
 
 _Callbacks = tuple["Callable[[int], None] | None", "Callable[[], None] | None"]
 
@@ -63,14 +72,23 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "scan",
         help="vet downloads: validate, deep-check contents, verify checksums, apply a policy",
         description=(
-            "Scan files and directories, recursively and in parallel, for invalid or suspicious files.  "
-            "Without --policy, the [tool.stcheck] table of the nearest pyproject.toml from the working directory "
-            "upward applies, never one inside a scanned path: configuration comes from the user, not the download."
+            "Scan files and directories, recursively and in parallel, for invalid or suspicious files: what "
+            "`stcheck check` does, plus the tensor data (--deep), digests (--sha256, --checksums, --hf-cache) and "
+            "a hub cache.  The same formats, policy and exit codes as `stcheck check`.  Without --policy, the "
+            "[tool.stcheck] table of the nearest pyproject.toml from the working directory upward applies, never "
+            "one inside a scanned path: configuration comes from the user, not the download."
         ),
-        epilog="Exit codes: 0 clean, 1 findings at error severity, 2 usage or I/O error (also: nothing to scan).",
+        epilog=(
+            "Exit codes: 0 no finding at error severity (after the policy; --fail-on sets which findings count), "
+            "1 at least one, 2 usage or I/O error (also: nothing to scan)."
+        ),
     )
     p.add_argument(
-        "paths", nargs="*", metavar="PATH", help="files or directories (every file below is judged; links followed)"
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="files or directories (every file below is judged; links followed), http(s):// or hf:// sources "
+        "(header only), or - for standard input (header only)",
     )
     p.add_argument(
         "--hf-cache",
@@ -86,37 +104,23 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--sha256", metavar="HEX", help="expected sha256 of the file (one file only)")
     p.add_argument(
-        "--checksums", metavar="FILE", help="expected digests in sha256sum format; listed files that are missing fail"
+        "--checksums",
+        metavar="FILE",
+        help="expected digests in sha256sum format; a relative name is looked up in FILE's own folder (where "
+        "SHA256SUMS usually sits), then in the working directory; a listed file that is missing fails",
     )
-    p.add_argument(
-        "--policy",
-        metavar="FILE.toml",
-        help="policy file (default: [tool.stcheck] of the nearest pyproject.toml from the working directory up, "
-        "never one inside a scanned path)",
-    )
-    p.add_argument("--no-config", action="store_true", help="read no pyproject.toml: no policy unless --policy")
-    p.add_argument(
-        "--profile",
-        choices=[p.value for p in Profile],
-        default="strict",
-        help="strict (default): the spec and every disputed construct; reference: what safetensors 0.8.0 accepts",
-    )
-    p.add_argument("--format", choices=FORMATS, default="text", help="report format on stdout (default text)")
-    p.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE instead of stdout")
-    p.add_argument("--sarif", metavar="FILE", help="also write a SARIF 2.1.0 report to FILE")
-    p.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report to FILE")
-    p.add_argument(
-        "--fail-on", choices=["error", "warning", "never"], default="error", help="what makes the exit code 1"
-    )
-    p.add_argument("--no-warnings", action="store_true", help="leave warnings out of the text report")
-    p.add_argument("--jobs", "-j", type=int, default=0, metavar="N", help="worker processes (default: CPU count)")
+    add_profile_option(p)
+    add_output_options(p, bom=True)
+    add_policy_options(p)
+    p.add_argument("--jobs", "-j", type=int, default=0, metavar="N", help="worker processes (default 0: one per CPU)")
     scale.add_arguments(p)  # --cache, --cluster, --timeout-per-file
     p.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK, metavar="BYTES", help=argparse.SUPPRESS)
     p.add_argument(
         "--progress",
         choices=["auto", "always", "never"],
         default="auto",
-        help="progress on stderr: auto, a bar on a terminal; always, also a line every few seconds in a log",
+        help="progress on stderr: auto, a bar on a terminal; always, also a line every few seconds in a log "
+        "(default auto; never with --quiet)",
     )
     add_remote_options(p)  # remote/checkpoint hook (validator.cli.targets)
     signed.add_arguments(p)  # --public-key, --certificate-chain, --signature, --identity (validator.cli.signed)
@@ -125,8 +129,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _fail(message: str) -> int:
-    sys.stderr.write(escape_line(f"stcheck scan: {message}") + "\n")
-    return EXIT_ERROR
+    return fail("scan", message)
 
 
 def want_progress(mode: str) -> bool:
@@ -142,7 +145,7 @@ def want_progress(mode: str) -> bool:
 
 class _RichBar:
     def __init__(self, total: int, files: int) -> None:
-        self.progress = rich_progress(f"scanning {files} file{'s' if files != 1 else ''}")
+        self.progress = rich_progress(f"scanning {plural(files, 'file')}")
         self.total = total
 
     def __enter__(self) -> _Callbacks:
@@ -176,7 +179,7 @@ class LineProgress:
         share = f" ({100 * seen / self.total:.0f}%)" if self.total else ""
         rate = human(seen / elapsed) + "/s" if elapsed > 0 else "-"
         return (
-            f"stcheck scan: {done}/{self.files} files, {human(seen)} of {human(self.total)}{share}, "
+            f"stcheck scan: {done}/{plural(self.files, 'file')}, {human(seen)} of {human(self.total)}{share}, "
             f"{rate}, {elapsed:.0f} s"
         )
 
@@ -222,27 +225,6 @@ def _bar(mode: str, total: int, files: int) -> Iterator[Callable[[int], None] | 
         yield advance
 
 
-def _policy(args: argparse.Namespace, scanned: list[str]) -> Policy | None:
-    """The one policy in force: --policy FILE, else the [tool.stcheck] of the
-    nearest pyproject.toml from the working directory upward that lies inside
-    no scanned path (configuration comes from the user, never from what is
-    vetted), else none.  A candidate passed over is named in one line."""
-    if args.policy:
-        return load_policy(args.policy)
-    if args.no_config:
-        return None
-    found = discover_policy([p for p in scanned if not p.startswith(REMOTE_PREFIXES)])
-    for candidate in found.passed_over:
-        sys.stderr.write(
-            escape_line(
-                f"stcheck scan: not reading {candidate}: it lies inside a scanned path, and configuration "
-                "comes from the user, never from what is vetted (give it with --policy to use it)"
-            )
-            + "\n"
-        )
-    return found.policy
-
-
 def _hf_jobs(args: argparse.Namespace, errors: list[str], policy: Policy | None) -> HubWalk:
     if args.hf_cache is None:
         return HubWalk()
@@ -250,6 +232,24 @@ def _hf_jobs(args: argparse.Namespace, errors: list[str], policy: Policy | None)
     found = hf_cache_walk(cache, errors)
     found.jobs = [replace(job, policy=policy) for job in found.jobs]
     return found
+
+
+_HUB_KINDS = ("models--", "datasets--", "spaces--")
+
+
+def hub_context(results: list[FileResult], hub: HubWalk) -> None:
+    """Give each hub-cache result the revision of its snapshot (its path is
+    ``.../models--org--name/snapshots/REVISION/...``; its model is the repository)."""
+    if not hub.jobs and not hub.links:
+        return
+    for result in results:
+        if result.model is None:
+            continue
+        parts = Path(result.path).parts
+        for k in range(len(parts) - 3, -1, -1):
+            if parts[k].startswith(_HUB_KINDS) and parts[k + 1] == "snapshots":
+                result.revision = parts[k + 2]
+                break
 
 
 def _missing_listed(checksums: Checksums | None) -> list[Job]:
@@ -264,14 +264,18 @@ def run_scan(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one bran
         return _fail("give at least one PATH, or --hf-cache")
     if args.chunk_size < 4096:
         return _fail("--chunk-size must be at least 4096")
+    if STDIN in args.paths and (args.deep or args.sha256 or args.checksums or args.paths.count(STDIN) > 1):
+        return _fail("- (standard input, once) is checked from its header only: --deep and digests need a file")
     if args.deep and importlib.util.find_spec("numpy") is None:
-        return _fail("--deep needs numpy: pip install numpy (or install stcheck with its scan extra)")
+        return _fail(f"--deep needs numpy: {install_hint('scan')}")
     if args.format == "cyclonedx" and importlib.util.find_spec("cyclonedx") is None:
-        return _fail("--format cyclonedx needs cyclonedx-python-lib: pip install 'stcheck[sbom]'")
+        return _fail(f"--format cyclonedx needs cyclonedx-python-lib: {install_hint('sbom')}")
+    if args.quiet:
+        args.progress = "never" if args.progress == "auto" else args.progress
     errors: list[str] = []
     try:
-        policy = _policy(
-            args, [*args.paths, *([args.hf_cache or default_hf_cache()] if args.hf_cache is not None else [])]
+        policy, policies = resolve_policy(
+            args, [*args.paths, *([args.hf_cache or default_hf_cache()] if args.hf_cache is not None else [])], "scan"
         )
         checksums = read_checksums(args.checksums) if args.checksums else None
         sha256 = normalise_sha256(args.sha256) if args.sha256 else None
@@ -289,7 +293,9 @@ def run_scan(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one bran
         Job(path, ((path, None),), policy=policy, validate=path not in plan.others) for path in plan.paths
     ]
     if sha256 is not None and len(jobs) != 1:
-        return _fail(f"--sha256 names the digest of one file, but {len(jobs)} files were found; use --checksums")
+        return _fail(
+            f"--sha256 names the digest of one file, but {plural(len(jobs), 'file')} were found; use --checksums"
+        )
     # The plan's own files come last: plan.merge finds their results there.
     missing = _missing_listed(checksums)
     cut = len(jobs) - len(plan.paths)
@@ -309,7 +315,6 @@ def run_scan(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one bran
         checksums=checksums,
         chunk_size=args.chunk_size,
     )
-    policies = [policy.source] if policy is not None and policy.source else []
     workers = args.jobs if args.jobs > 0 else (os.cpu_count() or 1)
     started = time.perf_counter()
     if scale.wanted(args):
@@ -323,45 +328,20 @@ def run_scan(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one bran
     results = links + results
     attach(results, {**hub.others, **plan.others}, policy)
     results = signing.finish(results, options, policy)
-    seconds = time.perf_counter() - started
-    try:
-        with contextlib.ExitStack() as stack:
-            out = (
-                stack.enter_context(open(args.output, "w", encoding="utf-8", errors="backslashreplace"))
-                if args.output
-                else sys.stdout
-            )
-            write(
-                args.format,
-                out,
-                results,
-                errors,
-                seconds,
-                profile=args.profile,
-                policies=policies,
-                warnings=not args.no_warnings,
-                models=signing.models(results) if args.format == "cyclonedx" else None,
-            )
-        for fmt, target in (("sarif", args.sarif), ("junit", args.junit)):
-            if target:
-                with open(target, "w", encoding="utf-8", errors="backslashreplace") as fh:
-                    write(fmt, fh, results, errors, seconds, profile=args.profile, policies=policies)
-    except OSError as exc:
-        return _fail(f"cannot write the report: {exc.strerror or exc}")
+    hub_context(results, hub)
+    problem = write_reports(
+        args,
+        results,
+        errors,
+        time.perf_counter() - started,
+        command="scan",
+        policies=policies,
+        models=signing.models(results) if args.format == "cyclonedx" else None,
+    )
     for note in signing.notes():
         sys.stderr.write(escape_line(f"stcheck scan: {note}") + "\n")
-    for message in errors:
+    for message in [*errors, *(r.error for r in results if r.error is not None)]:
         sys.stderr.write(escape_line(f"stcheck: {message}") + "\n")
+    if problem is not None:
+        return _fail(problem)
     return exit_code(results, errors, args.fail_on)
-
-
-def exit_code(results: list[FileResult], errors: list[str], fail_on: str) -> int:
-    """0 clean, 1 failing findings, 2 unreadable input."""
-    if errors or any(r.error is not None for r in results):
-        return EXIT_ERROR
-    if fail_on == "never":
-        return EXIT_OK
-    failing = {Severity.ERROR} if fail_on == "error" else {Severity.ERROR, Severity.WARNING}
-    if any(i.severity in failing for r in results for i in r.active):
-        return EXIT_INVALID
-    return EXIT_OK

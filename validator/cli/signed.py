@@ -32,11 +32,13 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Final
 
 from validator._check import Checker
+from validator._install import install_hint
 from validator._kinds import name_kind
 from validator.scan.bom import ModelGroup
-from validator.scan.engine import FileResult, Job, run_jobs
+from validator.scan.engine import Job, run_jobs
 from validator.scan.oms import MAX_SIGNATURE_SIZE, Keys, SignatureRejectedError, SigningSetupError, Verifier
 from validator.scan.policy import apply_policy
+from validator.scan.results import FileResult
 from validator.scan.signature import (
     SIGNATURE_NAME,
     Manifest,
@@ -111,10 +113,25 @@ def _finding(slug: str, message: str) -> Finding:
 
 
 def _snapshot(display: str) -> str | None:
-    """``org/name@rev/`` of a hub-cache or hf:// display name, or None."""
+    """The folder prefix of a hub-cache file (``.../models--org--name/
+    snapshots/REV/``, as the hub-cache scan names its files) or of an hf://
+    display name (``org/name@rev/``), or None."""
+    parts = display.split("/")
+    for i in range(len(parts) - 3, 0, -1):
+        if parts[i] == "snapshots" and parts[i - 1].startswith(("models--", "datasets--", "spaces--")):
+            return "/".join(parts[: i + 2]) + "/"
     at = display.find("@")
     slash = display.find("/", at) if at >= 0 else -1
     return display[: slash + 1] if slash >= 0 else None
+
+
+def _model_name(prefix: str, model: str | None) -> str:
+    """A snapshot's name in a BOM: ``org/name@revision`` (12 hex digits)
+    for a hub-cache snapshot, else the prefix itself."""
+    folder = prefix.rstrip("/")
+    if model is None or "/snapshots/" not in folder:
+        return folder
+    return f"{model}@{os.path.basename(folder)[:12]}"
 
 
 @dataclass
@@ -236,9 +253,7 @@ class Signing:
             from validator.remote import default_options  # noqa: PLC0415 - the remote extra loads only for hf://
             from validator.remote._signed import fetch_files, hub_folder  # noqa: PLC0415 - as above
         except ImportError as exc:
-            msg = (
-                f"{source}: remote checks need the remote extra: pip install 'stcheck[remote]' ({exc.name} is missing)"
-            )
+            msg = f"{source}: remote checks need {exc.name}, which is not installed: {install_hint('remote')}"
             raise SigningSetupError(msg) from exc
         opts = default_options(timeout=getattr(args, "timeout", None), concurrency=getattr(args, "concurrency", None))
         found = hub_folder(source, opts)
@@ -321,7 +336,9 @@ class Signing:
             raise ValueError("--signature names the signature of one folder, but several were given")
         for prefix, model in sorted(models.items()):
             where = self.signature or prefix + SIGNATURE_NAME
-            target = Target(prefix.rstrip("/"), where, None if self.signature else SIGNATURE_NAME, prefix=prefix)
+            target = Target(
+                _model_name(prefix, model), where, None if self.signature else SIGNATURE_NAME, prefix=prefix
+            )
             target.model = model
             if self.keys is not None:
                 self._verify(target, self.signature or blobs.get(prefix))
@@ -451,7 +468,7 @@ class Signing:
             if target is not None:
                 key, name, inner = target.name, target.name, target.rel(r) or r.path
             elif (prefix := _snapshot(r.path)) is not None and (r.model is not None or r.path.startswith("hf://")):
-                key, name, inner = prefix, prefix.rstrip("/"), r.path[len(prefix) :]
+                key, name, inner = prefix, _model_name(prefix, r.model), r.path[len(prefix) :]
             else:
                 key, name, inner = r.path, os.path.basename(r.path) or r.path, r.path
             group = groups.get(key)

@@ -5,10 +5,15 @@
 # commands call expand_targets and check_target (check), scan_plan (scan)
 # and inspect_target (inspect); everything about checkpoints and remote
 # sources lives here, so the commands keep one loop over plain reports.
+# `-` names standard input (check): it is read once, into memory only up to
+# the header (the format's own bound of 100,000,000 bytes), and the rest is
+# counted, never kept; a terminal is refused rather than waited on.
+# check_results turns what was checked into the FileResults every report
+# format writes (validator.scan.formats), the same ones a scan produces.
 # validator.remote (and with it urllib3 and huggingface_hub) is imported only
 # when an argument is remote.
 # Paths are str, handled with os.path as in the rest of the package.
-# ruff: noqa: PTH112, PTH118, PTH120, T201
+# ruff: noqa: PTH112, PTH116, PTH118, PTH120
 from __future__ import annotations
 
 import argparse
@@ -19,10 +24,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from validator._check import MAX_PER_RULE, Checker
-from validator._display import encodable, escape_line, escape_path, finding_line
+from validator._display import escape_line
 from validator._errors import SourceError
-from validator._rules import Severity
-from validator._validate import validate
+from validator._group import group_per_tensor
+from validator._install import install_hint
+from validator._rules import MAX_HEADER_SIZE, PREFIX_LEN, Profile
+from validator._sniff import SNIFF_LEN
+from validator._validate import check_buffer, validate
+from validator.scan.format_common import STDIN_NAME
+from validator.scan.policy import apply_policy, check_policy
+from validator.scan.results import FileResult
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -34,9 +45,11 @@ if TYPE_CHECKING:
 
 SUFFIX = ".safetensors"
 REMOTE_PREFIXES = ("http://", "https://", "hf://")
+STDIN = "-"
+_DRAIN = 1 << 20
 
 
-def _is_index(name: str) -> bool:
+def is_index(name: str) -> bool:
     # Only names ending in .json can be indexes; the index module (and its
     # imports) loads only for those, so `stcheck check FILE` stays light.
     if not name.endswith(".json"):
@@ -51,7 +64,7 @@ class Target:
     """One thing to check: a lone file, an index, a remote source, another
     file of a folder (judged by validator._kinds) or a link finding."""
 
-    kind: str  # "file", "index", "remote", "other" or "link"
+    kind: str  # "file", "index", "remote", "stdin", "other" or "link"
     path: str
     other: Other | None = None  # for "other"
     finding: Finding | None = None  # for "link"
@@ -69,11 +82,17 @@ class Checked:
 
 
 def add_remote_options(parser: argparse.ArgumentParser) -> None:
-    """--timeout and --concurrency, for remote sources."""
+    """--network-timeout (also spelt --timeout, its old name) and --concurrency, for remote sources."""
     group = parser.add_argument_group("remote sources (http(s)://, hf://)")
     group.add_argument(
-        "--timeout", type=float, default=30.0, metavar="S", help="seconds per connect and per read (default 30)"
+        "--network-timeout",
+        dest="timeout",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="seconds per network connect and per read (default 30)",
     )
+    group.add_argument("--timeout", dest="timeout", type=float, help=argparse.SUPPRESS)  # the old name
     group.add_argument(
         "--concurrency", type=int, default=16, metavar="N", help="header fetches in flight at once (default 16)"
     )
@@ -99,7 +118,7 @@ def _folder_targets(path: str, errors: list[str], *, empty_is_error: bool) -> It
     the *.safetensors files no index names, then every other file."""
     from validator._walk import count_kinds, judge_others, kinds_line, walk  # noqa: PLC0415 - only for folders
 
-    tree = walk(path, is_index=_is_index)
+    tree = walk(path, is_index=is_index)
     errors.extend(tree.unreadable())
     indexes = tree.of_kind("index")
     files = tree.of_kind("safetensors")
@@ -128,11 +147,13 @@ def expand_targets(paths: Sequence[str], errors: list[str], *, empty_is_error: b
     """Targets for command-line arguments, in order; unreadable ones go to ``errors``,
     and so does a directory with nothing to check unless ``empty_is_error`` is false."""
     for path in paths:
-        if path.startswith(REMOTE_PREFIXES):
+        if path == STDIN:
+            yield Target("stdin", STDIN_NAME)
+        elif path.startswith(REMOTE_PREFIXES):
             yield Target("remote", path)
         elif os.path.isdir(path):
             yield from _folder_targets(path, errors, empty_is_error=empty_is_error)
-        elif _is_index(path) and os.path.lexists(path):
+        elif is_index(path) and os.path.lexists(path):
             yield Target("index", path)
         elif os.path.lexists(path):
             yield Target("file", path)
@@ -151,7 +172,7 @@ def check_remote(source: str, profile: str, args: argparse.Namespace | None) -> 
     try:
         from validator.remote import check_source  # noqa: PLC0415 - the remote extra loads only for remote sources
     except ImportError as exc:
-        msg = f"{source}: remote checks need the remote extra: pip install 'stcheck[remote]' ({exc.name} is missing)"
+        msg = f"{source}: remote checks need {exc.name}, which is not installed: {install_hint('remote')}"
         raise SourceError(msg) from exc
     try:
         return check_source(source, profile=profile, options=_remote_options(args or argparse.Namespace()))
@@ -159,10 +180,54 @@ def check_remote(source: str, profile: str, args: argparse.Namespace | None) -> 
         raise SourceError(str(exc)) from exc
 
 
+def read_stdin(profile: str) -> Report:
+    """Validate standard input: the prefix and header are kept (at most
+    100,000,000 bytes, the format's limit, or the first 4 KiB sniffed for a
+    foreign format), the data only counted.  Raises SourceError when stdin
+    is a terminal or closed."""
+    stream = sys.stdin
+    if stream is None or stream.closed:
+        msg = f"{STDIN}: standard input is closed"
+        raise SourceError(msg)
+    if stream.isatty():
+        msg = f"{STDIN}: standard input is a terminal; pipe a file in (stcheck check - < model.safetensors)"
+        raise SourceError(msg)
+    raw = getattr(stream, "buffer", stream)
+    try:
+        prefix = _read_up_to(raw, PREFIX_LEN)
+        declared = int.from_bytes(prefix, "little") if len(prefix) == PREFIX_LEN else 0
+        head = _read_up_to(raw, min(max(declared, SNIFF_LEN), MAX_HEADER_SIZE))
+        rest = 0
+        while chunk := raw.read(_DRAIN):
+            rest += len(chunk)
+    except OSError as exc:
+        msg = f"{STDIN}: {exc.strerror or exc}"
+        raise SourceError(msg) from exc
+
+    def read_header(n: int) -> bytes:
+        return head[:n]
+
+    size = len(prefix) + len(head) + rest
+    return check_buffer(prefix, read_header, size, Profile(profile), STDIN_NAME)
+
+
+def _read_up_to(stream: Any, n: int) -> bytes:  # noqa: ANN401 - a binary stream, buffered or not
+    parts = []
+    while n > 0:
+        chunk = stream.read(min(n, _DRAIN))
+        if not chunk:
+            break
+        parts.append(chunk)
+        n -= len(chunk)
+    return b"".join(parts)
+
+
 def check_target(target: Target, profile: str, args: argparse.Namespace | None = None) -> Checked:
     """Check one target; raise SourceError when it cannot be read at all."""
     if target.kind == "file":
         return Checked([validate(target.path, profile=profile)])
+    if target.kind == "stdin":
+        return Checked([read_stdin(profile)])
     if target.kind == "other" and target.other is not None:
         return Checked(others=[target.other])
     if target.kind == "link" and target.finding is not None:
@@ -182,33 +247,6 @@ def check_target(target: Target, profile: str, args: argparse.Namespace | None =
     return checked
 
 
-def checkpoint_heading(index: IndexReport) -> str:
-    """One line naming a checkpoint and its verdict, printed above its findings."""
-    from validator.io.checkpoint import summarize  # noqa: PLC0415 - the index modules load only for checkpoints
-
-    s = summarize(index.weight_map or {}, index.shards)
-    n = len(index.errors)
-    verdict = "valid" if index.valid else f"invalid ({n} error{'s' if n != 1 else ''} in the index)"
-    return (
-        f"checkpoint {escape_path(index.path)}: {s.shards} shard{'s' if s.shards != 1 else ''}, {s.tensors} tensors, "
-        f"{s.parameters:,} parameters: {verdict}"
-    )
-
-
-def checkpoint_json(index: IndexReport) -> dict[str, Any]:
-    """A checkpoint's entry in `check --format json` (its shards are in ``files``)."""
-    from validator.io.checkpoint import summarize  # noqa: PLC0415 - the index modules load only for checkpoints
-
-    return {
-        "path": index.path,
-        "valid": index.valid,
-        "findings": [f.to_json() for f in index.findings],
-        "suppressed": index.suppressed,
-        "shards": [r.path for r in index.shards.values()],
-        "summary": summarize(index.weight_map or {}, index.shards).to_json(),
-    }
-
-
 # -- download ----------------------------------------------------------------
 
 
@@ -222,10 +260,10 @@ def listing_lines(names: Sequence[str], source: str) -> list[str]:
     if not is_hf(source):
         return []
     folder = parse_hf(source).path.strip("/")
-    if folder.endswith(SUFFIX) or _is_index(folder):
+    if folder.endswith(SUFFIX) or is_index(folder):
         return []
     left = [
-        n for n in names if (not folder or n.startswith(folder + "/")) and not n.endswith(SUFFIX) and not _is_index(n)
+        n for n in names if (not folder or n.startswith(folder + "/")) and not n.endswith(SUFFIX) and not is_index(n)
     ]
     siblings: dict[str, set[str]] = {}
     for name in names:
@@ -247,152 +285,6 @@ def listing_lines(names: Sequence[str], source: str) -> list[str]:
     return lines
 
 
-# -- inspect -----------------------------------------------------------------
-
-
-def inspect_target(args: argparse.Namespace) -> int | None:
-    """`stcheck inspect` of a checkpoint, directory or remote source; None for a
-    lone local file (the command's own table handles it)."""
-    path = args.path
-    remote = path.startswith(REMOTE_PREFIXES)
-    if not remote and not os.path.isdir(path) and not _is_index(path):
-        return None
-    errors: list[str] = []
-    checked = Checked()
-    try:
-        for target in expand_targets([path], errors, empty_is_error=False):
-            part = check_target(target, args.profile, args)
-            checked.reports.extend(part.reports)
-            checked.checkpoints.extend(part.checkpoints)
-            checked.others.extend(part.others)
-            checked.links.extend(part.links)
-    except SourceError as exc:
-        errors.append(str(exc))
-    judged = checked.links or any(o.findings for o in checked.others)
-    if not errors and not checked.reports and not checked.checkpoints and not judged:
-        errors.append(f"{path}: not a regular file (a directory with no *.safetensors file or index)")
-    for message in errors:
-        print(escape_line(f"stcheck: {message}"), file=sys.stderr)
-    if errors:
-        return 2
-    if args.format == "json":
-        import json  # noqa: PLC0415 - only for this output
-
-        doc = {
-            "checkpoints": [
-                {**checkpoint_json(c), "weight_map": dict(c.weight_map or {})} for c in checked.checkpoints
-            ],
-            "files": [r.to_json() for r in checked.reports],
-            **others_json(checked.others, checked.links),
-        }
-        json.dump(doc, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        _inspect_text(checked)
-    valid = (
-        all(r.valid for r in checked.reports)
-        and all(c.valid for c in checked.checkpoints)
-        and all(o.valid for o in checked.others)
-        and all(f.severity is not Severity.ERROR for _, f in checked.links)
-    )
-    return 0 if valid else 1
-
-
-def others_json(others: Sequence[Other], links: Sequence[tuple[str, Finding]]) -> dict[str, Any]:
-    """The ``other_files`` and ``links`` entries of a JSON report (absent when empty)."""
-    doc: dict[str, Any] = {}
-    if others:
-        doc["other_files"] = [_json_paths(o.to_json()) for o in others]
-    if links:
-        doc["links"] = [_json_paths({"path": p, "findings": [f.to_json()]}) for p, f in links]
-    return doc
-
-
-def _json_paths(doc: dict[str, Any]) -> dict[str, Any]:
-    if not encodable(doc["path"]):
-        doc["path"] = escape_path(doc["path"])
-    for finding in doc["findings"]:
-        if not encodable(finding["message"]):
-            finding["message"] = escape_line(finding["message"])
-    return doc
-
-
-def other_lines(checked: Checked, *, warnings: bool = True) -> Iterator[str]:
-    """The finding lines of a folder's other files and links, escaped."""
-    for link, finding in checked.links:
-        if warnings or finding.severity is Severity.ERROR:
-            yield finding_line(link, finding)
-    for other in checked.others:
-        for finding in other.findings:
-            if warnings or finding.severity is Severity.ERROR:
-                yield finding_line(other.path, finding)
-
-
-def _inspect_text(checked: Checked) -> None:  # noqa: C901 - one branch per kind of text file a user may pass
-    from validator.io.checkpoint import summarize  # noqa: PLC0415 - the index modules load only for checkpoints
-
-    in_checkpoint = set()
-    for index in checked.checkpoints:
-        print(checkpoint_heading(index))
-        s = summarize(index.weight_map or {}, index.shards)
-        base = {r.path: posixpath.basename(r.path or "") for r in index.shards.values()}
-        rows = []
-        for name, shard in sorted((index.weight_map or {}).items()):
-            report = index.shards.get(shard)
-            info = None if report is None or report.tensors is None else report.tensors.get(name)
-            if info is None:
-                rows.append([escape_path(name), "?", "?", escape_path(shard), "-"])
-                continue
-            shape = "[" + ", ".join(map(str, info.shape)) + "]"
-            rows.append([escape_path(name), info.dtype, shape, escape_path(shard), f"{info.nbytes:,}"])
-        _table(rows, ["name", "dtype", "shape", "shard", "bytes"])
-        print(f"shards ({s.shards}):")
-        for shard, report in sorted(index.shards.items()):
-            count = 0 if report.tensors is None else len(report.tensors)
-            verdict = "valid" if report.valid else "invalid"
-            print(f"  {escape_path(shard)}: {report.file_size:,} bytes, {count} tensors, {verdict}")
-            in_checkpoint.add(report.path)
-        print("dtypes:")
-        for dtype, (n, params) in sorted(s.dtypes.items()):
-            print(f"  {dtype}: {n} tensors, {params:,} parameters")
-        print(
-            f"{s.tensors} tensors, {s.parameters:,} parameters, {s.data_bytes:,} data bytes "
-            f"in {s.shards} shards ({s.file_bytes:,} bytes)"
-        )
-        for finding in index.findings:
-            print(finding.format(index.path))
-        for report in index.shards.values():
-            for finding in report.findings:
-                print(finding.format(base.get(report.path, report.path or "")))
-    for report in checked.reports:
-        if report.path in in_checkpoint:
-            continue
-        tensors = report.tensors or {}
-        shown = escape_path(report.path or "")
-        print(f"{shown}: {report.file_size:,} bytes, header {report.header_size} bytes, {len(tensors)} tensors")
-        for finding in report.findings:
-            print(finding.format(report.path or ""))
-    _inspect_others(checked)
-
-
-def _inspect_others(checked: Checked) -> None:
-    from validator._walk import count_kinds, kinds_line  # noqa: PLC0415 - only for folders
-
-    for other in checked.others:
-        print(f"{escape_path(other.path)}: {other.size:,} bytes, {other.kind}")
-    for line in other_lines(checked):
-        print(line)
-    line = kinds_line(count_kinds(checked.others))
-    if line:
-        print(line)
-
-
-def _table(rows: list[list[str]], headers: list[str]) -> None:
-    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
-    for row in [headers, ["-" * w for w in widths], *rows]:
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
-
-
 # -- scan --------------------------------------------------------------------
 
 
@@ -402,13 +294,13 @@ class ScanPlan:
     (indexes and remote headers), kept in argument order."""
 
     paths: list[str] = field(default_factory=list)
-    ready: dict[int, list[Any]] = field(default_factory=dict)  # before paths[i] -> FileResults
+    ready: dict[int, list[FileResult]] = field(default_factory=dict)  # before paths[i] -> results
     others: dict[str, Other] = field(default_factory=dict)  # paths of other files -> their verdicts
 
-    def add_ready(self, result: Any) -> None:  # noqa: ANN401 - scan.engine.FileResult, imported lazily
+    def add_ready(self, result: FileResult) -> None:
         self.ready.setdefault(len(self.paths), []).append(result)
 
-    def merge(self, results: list[Any]) -> list[Any]:
+    def merge(self, results: list[FileResult]) -> list[FileResult]:
         """Interleave the finished results with the scan's results of ``paths``
         (the last len(paths) entries of ``results``)."""
         cut = len(results) - len(self.paths)
@@ -420,28 +312,39 @@ class ScanPlan:
         return out
 
 
-def _index_result(index: IndexReport, profile: str, policy: Policy | None) -> Any:  # noqa: ANN401 - scan types, imported lazily
+def index_result(index: IndexReport, profile: str, policy: Policy | None, *, inspect: bool = False) -> FileResult:
+    """A checkpoint's index as a result of its own (its shards are results too):
+    its size (unknown for a remote index, whose JSON alone was fetched), its
+    findings, and its totals; with ``inspect``, its weight_map too."""
     from validator.io.checkpoint import summarize  # noqa: PLC0415 - the index modules load only for checkpoints
-    from validator.scan.engine import FileResult  # noqa: PLC0415 - scan's types load with scan
-    from validator.scan.policy import apply_policy  # noqa: PLC0415 - as above
 
     s = summarize(index.weight_map or {}, index.shards)
+    size = None
+    if not index.path.startswith(REMOTE_PREFIXES):
+        try:
+            size = os.stat(index.path).st_size
+        except OSError:  # gone since it was read: say nothing rather than a wrong size
+            size = None
+    checkpoint: dict[str, Any] = {**s.to_json(), "shard_paths": [r.path for r in index.shards.values()]}
+    if inspect:
+        checkpoint["weight_map"] = dict(index.weight_map or {})
     return FileResult(
         path=index.path,
         kind="index",
-        file_size=None,
+        file_size=size,
         tensor_count=s.tensors,
         items=apply_policy(index.findings, policy),
         profile=profile,
         not_listed=index.suppressed,
         policy=None if policy is None else policy.source,
+        checkpoint=checkpoint,
     )
 
 
-def _header_result(report: Report, profile: str, policy: Policy | None) -> Any:  # noqa: ANN401 - scan types, imported lazily
-    from validator.scan.engine import FileResult  # noqa: PLC0415 - scan's types load with scan
-    from validator.scan.policy import apply_policy, check_policy  # noqa: PLC0415 - as above
-
+def header_result(report: Report, profile: str, policy: Policy | None, *, tensors: bool = False) -> FileResult:
+    """A file checked from its header (check, inspect, a remote or stdin
+    source in a scan), with the policy's checks; with ``tensors``, its tensor
+    table as JSON (check and inspect)."""
     out = Checker(limit=MAX_PER_RULE)  # one policy finding per tensor can be millions
     if policy is not None:
         check_policy(report, policy, out)
@@ -450,13 +353,27 @@ def _header_result(report: Report, profile: str, policy: Policy | None) -> Any: 
         file_size=report.file_size,
         header_size=report.header_size,
         tensor_count=None if report.tensors is None else len(report.tensors),
-        items=apply_policy([*report.findings, *out.findings], policy),
+        items=apply_policy(group_per_tensor([*report.findings, *out.findings], not_kept=out.dropped), policy),
         profile=profile,
         not_listed=report.suppressed + sum(out.dropped.values()),
         metadata=None if report.metadata is None else dict(report.metadata),
         policy=None if policy is None else policy.source,
         reference_valid=report.reference_valid,
+        tensors=report.to_json()["tensors"] if tensors else None,
     )
+
+
+def check_results(checked: Checked, profile: str, policy: Policy | None, *, inspect: bool = False) -> list[FileResult]:
+    """What `check` (and `inspect` of many files) reports: a result per link,
+    index, file and other file, in that order, as the scan reports them."""
+    results = [index_result(index, profile, policy, inspect=inspect) for index in checked.checkpoints]
+    results += [header_result(report, profile, policy, tensors=True) for report in checked.reports]
+    if checked.links or checked.others:
+        from validator.scan.verdicts import link_result, other_result  # noqa: PLC0415 - only for folders
+
+        links = [link_result(path, finding, profile, policy) for path, finding in checked.links]
+        results = links + results + [other_result(other, profile, policy) for other in checked.others]
+    return results
 
 
 def scan_plan(
@@ -491,7 +408,7 @@ def _plan_target(  # noqa: PLR0917 - one private call site
     not_read: frozenset[str],
 ) -> None:
     from validator.io.index import IndexReport, validate_index  # noqa: PLC0415 - the index modules load only for checkpoints
-    from validator.scan.verdicts import link_result, other_result  # noqa: PLC0415 - scan's types load with scan
+    from validator.scan.verdicts import link_result, other_result  # noqa: PLC0415 - only for folders
 
     if target.kind == "file":
         plan.paths.append(target.path)
@@ -505,13 +422,15 @@ def _plan_target(  # noqa: PLR0917 - one private call site
         plan.add_ready(link_result(target.path, target.finding, profile, policy))
     elif target.kind == "index":
         index = validate_index(target.path, profile=profile)
-        plan.add_ready(_index_result(index, profile, policy))
+        plan.add_ready(index_result(index, profile, policy))
         plan.paths.extend(r.path for r in index.shards.values() if r.path is not None)
+    elif target.kind == "stdin":
+        plan.add_ready(header_result(read_stdin(profile), profile, policy))
     else:
         for result in check_remote(target.path, profile, args):
             if isinstance(result, IndexReport):
-                plan.add_ready(_index_result(result, profile, policy))
+                plan.add_ready(index_result(result, profile, policy))
                 for shard in result.shards.values():
-                    plan.add_ready(_header_result(shard, profile, policy))
+                    plan.add_ready(header_result(shard, profile, policy))
             else:
-                plan.add_ready(_header_result(result, profile, policy))
+                plan.add_ready(header_result(result, profile, policy))

@@ -166,7 +166,9 @@ def resolve(location: HfLocation, *, timeout: float, deadline: float = 300.0) ->
         from huggingface_hub import HfApi  # noqa: PLC0415 - the remote extra loads only for hf:// sources
         from huggingface_hub.utils._headers import build_hf_headers  # noqa: PLC0415 - as above
     except ImportError as exc:
-        msg = "hf:// addresses need huggingface_hub: pip install 'stcheck[remote]'"
+        from validator._install import install_hint  # noqa: PLC0415 - only on this error path
+
+        msg = f"hf:// addresses need huggingface_hub: {install_hint('remote')}"
         raise RemoteError(msg) from exc
     endpoint = _endpoint()
     where = location.display(None, location.path)

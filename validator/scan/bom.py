@@ -23,7 +23,7 @@ from validator._rules import Severity
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from validator.scan.engine import FileResult
+    from validator.scan.results import FileResult
 
 NO_DIGEST = "unknown: only the header was read (a remote file); download it and scan the copy"
 

@@ -41,10 +41,11 @@ from typing import TYPE_CHECKING, Any, Final
 from validator._errors import StcheckError
 from validator._findings import Finding
 from validator._rules import BY_CODE, RULES, Severity
-from validator.scan.engine import FileResult, choose_expected, job_options
+from validator.scan.engine import choose_expected, job_options
 from validator.scan.identity import same_file, stamp_of, still_judged
 from validator.scan.integrity import lookup
 from validator.scan.policy import ScanItem
+from validator.scan.results import FileResult
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -444,7 +445,9 @@ class PostgresCache(ResultCache):
         try:
             import psycopg  # noqa: PLC0415 - an optional dependency, loaded only for a postgresql:// cache
         except ImportError:
-            raise CacheError("a PostgreSQL cache needs psycopg: pip install 'stcheck[postgres]'") from None
+            from validator._install import install_hint  # noqa: PLC0415 - only on this error path
+
+            raise CacheError(f"a PostgreSQL cache needs psycopg: {install_hint('postgres')}") from None
         self._errors: type[Exception] = psycopg.Error
         try:
             self._db = psycopg.connect(url, autocommit=True, connect_timeout=10)
@@ -559,7 +562,8 @@ class Lookup:
             text = None if key is None else stored.get(key)
             result = None if text is None else decode(text, job, options)
             if result is not None and self._still_judged(i, result):
-                self.hits[i] = result
+                # The digest checked is part of the key: a hit was checked against this one.
+                self.hits[i] = replace(result, checked=self.expected[i])
         self.stored = 0
         self.changed = 0  # fresh results not stored: the path named other bytes at some point
 

@@ -42,16 +42,18 @@ from concurrent.futures import CancelledError
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final
 
-from validator.scan.engine import FileResult, Job, Options
 from validator.scan.integrity import _key as checksum_key
 from validator.scan.progress import rich_progress
 from validator.scan.ranges import HashPart, Plan, RangePart, failed, hash_file, merge, plan, scan_range
+from validator.scan.results import FileResult
 from validator.scan.timed import ScaleError, timed_scan
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
 
     from distributed import Client, Future
+
+    from validator.scan.engine import Job, Options
 
 DEFAULT_SPLIT: Final = 1 << 30
 SPLIT_WORKERS: Final = 4
@@ -90,7 +92,9 @@ def _import_distributed() -> Any:  # noqa: ANN401 - the distributed module, opti
     try:
         import distributed  # noqa: PLC0415 - an optional dependency, loaded only for a cluster scan
     except ImportError:
-        raise ClusterError("--cluster needs Dask: pip install 'stcheck[cluster]'") from None
+        from validator._install import install_hint  # noqa: PLC0415 - only on this error path
+
+        raise ClusterError(f"--cluster needs Dask: {install_hint('cluster')}") from None
     return distributed
 
 

@@ -22,20 +22,21 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from validator._check import MAX_PER_RULE, Checker
+from validator._display import plural
 from validator._errors import SourceError
-from validator._findings import ReportBase
 from validator._group import group_per_tensor
 from validator._rules import Profile
 from validator._source import open_regular
 from validator._walk import judge_others, walk
 from validator.io.index import is_index_name
-from validator.scan.identity import SeenHeader, Stamp, stamp_of, validate_fd
+from validator.scan.identity import SeenHeader, stamp_of, validate_fd
 from validator.scan.integrity import Expected, check_digest, from_blob_name, lookup
-from validator.scan.policy import Policy, ScanItem, apply_policy, check_policy
+from validator.scan.policy import Policy, apply_policy, check_policy
 from validator.scan.reading import read_pass
+from validator.scan.results import FileResult
 from validator.scan.signhash import DigestSpec, SignedDigester, make_digester, tensor_inventory
 
 if TYPE_CHECKING:
@@ -74,87 +75,6 @@ class Options:
     sha256: str | None = None  # --sha256: applies to every file given
     checksums: dict[str, Expected] | None = None
     chunk_size: int = DEFAULT_CHUNK
-
-
-@dataclass
-class FileResult(ReportBase[ScanItem]):
-    """Everything a scan learned about one file.
-
-    Its ``findings`` are the items the policy did not suppress."""
-
-    path: str
-    model: str | None = None
-    kind: str = "safetensors"  # or "blob": integrity only
-    file_size: int | None = None
-    header_size: int | None = None
-    tensor_count: int | None = None
-    items: list[ScanItem] = field(default_factory=list)
-    sha256: str | None = None
-    bytes_read: int = 0
-    deep: dict[str, Any] | None = None
-    error: str | None = None
-    seconds: float = 0.0
-    profile: str = "strict"
-    metadata: dict[str, str] | None = None
-    policy: str | None = None  # where the policy in force came from
-    not_listed: int = 0  # findings beyond the per-rule cap: counted, not kept
-    cached: bool = False  # replayed from a results cache (validator.scan.cache), not read
-    signed: dict[str, list[str]] | None = None  # the job's `digests`, by label (scan.signhash); never reported
-    dtypes: dict[str, list[int]] | None = None  # dtype -> [tensors, parameters], for the CycloneDX BOM
-    # Which bytes the verdict is about (validator.scan.identity), for the
-    # cache; never part of a report.  ``stamp``: the descriptor's fstat at
-    # open, None when the file was not read or changed while it was read.
-    stamp: Stamp | None = None
-    header_span: int = 0  # validation read bytes [0, header_span)...
-    header_sha256: str | None = None  # ...whose sha256 this is
-    checked: tuple[str, str, str] | None = None  # the digest compared with: (algorithm, hex, source)
-    file_kind: str | None = None  # a folder's other file: its kind (validator._kinds), set by scan.verdicts
-    reference_valid: bool | None = None  # safetensors 0.8.0 reads it (Report.reference_valid); None: not validated
-
-    @property
-    def active(self) -> list[ScanItem]:
-        """Items that are not suppressed."""
-        return [i for i in self.items if i.suppressed is None]
-
-    @property
-    def findings(self) -> tuple[ScanItem, ...]:
-        """The items that are not suppressed."""
-        return tuple(self.active)
-
-    @property
-    def valid(self) -> bool:
-        """Readable, and no unsuppressed item at error severity."""
-        return self.error is None and super().valid
-
-    def to_json(self) -> dict[str, Any]:
-        """A readable file's entry: spec/report.schema.json's fileReport plus
-        the scan's own fields.  (Unreadable files are listed in the summary's
-        ``unreadable``, as `stcheck check` does.)  Tensor tables are left out
-        (``tensors`` is null): a scan reports their count instead."""
-        doc: dict[str, Any] = {
-            "path": self.path,
-            "valid": self.valid,
-            "profile": self.profile,
-            "file_size": self.file_size,
-            "header_size": self.header_size,
-            "findings": [i.to_json() for i in self.items],
-            "tensors": None,
-            "metadata": self.metadata,
-            "model": self.model,
-            "kind": self.kind,
-            "tensor_count": self.tensor_count,
-            "sha256": self.sha256,
-            "bytes_read": self.bytes_read,
-            "deep": self.deep,
-            "policy": self.policy,
-            "suppressed": self.not_listed,
-            "reference_valid": self.reference_valid,
-        }
-        if self.cached:
-            doc["cached"] = True
-        if self.file_kind is not None:
-            doc["file_kind"] = self.file_kind
-        return doc
 
 
 # -- discovery ---------------------------------------------------------------
@@ -250,8 +170,10 @@ def hf_cache_walk(cache: str, errors: list[str]) -> HubWalk:  # noqa: C901 - one
             if not os.path.isdir(top):  # a stray file (.DS_Store): not a revision
                 continue
 
-            def display(path: str, top: str = top, revision: str = revision, repo: str = repo) -> str:
-                return f"{repo}@{revision[:12]}/{os.path.relpath(path, top).replace(os.sep, '/')}"
+            def display(path: str, top: str = top) -> str:
+                # A path anyone can open (the snapshot's link), not "repo@rev/name":
+                # the repository and revision are in it, and in the result's model.
+                return os.path.join(top, os.path.relpath(path, top))
 
             tree = walk(top, is_index=is_index_name, root=folder)
             errors.extend(tree.errors)
@@ -271,7 +193,7 @@ def hf_cache_walk(cache: str, errors: list[str]) -> HubWalk:  # noqa: C901 - one
         blobs = os.path.join(folder, "blobs")
         if os.path.isdir(blobs):
             found.jobs.extend(
-                Job(os.path.join(blobs, name), ((f"{repo}/blobs/{name}", repo),), kind="incomplete")
+                Job(os.path.join(blobs, name), ((os.path.join(blobs, name), repo),), kind="incomplete")
                 for name in sorted(os.listdir(blobs))
                 if name.endswith(INCOMPLETE)
             )
@@ -355,7 +277,7 @@ def _not_a_file(job: Job, result: FileResult) -> None:
             result.stamp = stamp_of(os.stat(job.path))
         out.add(
             "download-incomplete",
-            f"an interrupted download ({size} bytes so far): resume or restart it, or delete the blob",
+            f"an interrupted download ({plural(size, 'byte')} so far): resume or restart it, or delete the blob",
             None,
         )
     result.items = apply_policy(out.findings, None)

@@ -72,9 +72,12 @@ def _key(path: str) -> str:
 class Checksums(dict[str, Expected]):
     """realpath -> Expected, plus the listed files that are not on disk.
 
-    ``missing`` holds (name as listed, "FILE:LINE") for every line whose file
-    exists under none of the names it may have: `sha256sum -c` reports those
-    as failures, and so does a scan (checksum-file-missing).
+    ``missing`` holds (name, "FILE:LINE") for every line whose file exists
+    under none of the names it may have: `sha256sum -c` reports those as
+    failures, and so does a scan (checksum-file-missing).  The name is the
+    one a reader can find: a relative name joined to the checksum file's
+    folder as the user spelt it (relative when they gave a relative path,
+    like every other path of the report).
     """
 
     def __init__(self) -> None:
@@ -94,7 +97,10 @@ def read_checksums(path: str) -> Checksums:
     try:
         with open(path, encoding="utf-8") as fh:
             lines = fh.read().splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        msg = f"{path}: cannot read checksums: {exc.strerror or exc}"
+        raise SourceError(msg) from exc
+    except UnicodeDecodeError as exc:
         msg = f"{path}: cannot read checksums: {exc}"
         raise SourceError(msg) from exc
     base = os.path.dirname(os.path.abspath(path))
@@ -122,7 +128,8 @@ def read_checksums(path: str) -> Checksums:
                 msg = f"{known.source} and {expected.source} give different sha256 digests for the same file {same}"
                 raise SourceError(msg)
         if not any(os.path.lexists(candidate) for candidate in candidates):
-            table.missing.append((candidates[0], expected.source))
+            shown = name if os.path.isabs(name) else os.path.normpath(os.path.join(os.path.dirname(path), name))
+            table.missing.append((shown, expected.source))
     return table
 
 

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from validator._errors import StcheckError
+from validator._install import install_hint
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -112,7 +113,7 @@ def _library() -> Any:  # noqa: ANN401 - the model_signing.verifying module
         from model_signing import verifying  # noqa: PLC0415 - the sign extra loads only for a verification
     except ImportError as exc:
         missing = exc.name or "model_signing"
-        msg = f"signature verification needs the sign extra: pip install 'stcheck[sign]' ({missing} is missing)"
+        msg = f"signature verification needs {missing}, which is not installed: {install_hint('sign')}"
         raise SigningSetupError(msg) from exc
     return verifying
 
@@ -148,7 +149,7 @@ def check_inputs(keys: Keys) -> None:
         from cryptography.hazmat.primitives import serialization  # noqa: PLC0415 - as above
         from cryptography.hazmat.primitives.asymmetric import ec  # noqa: PLC0415 - as above
     except ImportError as exc:
-        msg = f"signature verification needs the sign extra: pip install 'stcheck[sign]' ({exc.name} is missing)"
+        msg = f"signature verification needs {exc.name}, which is not installed: {install_hint('sign')}"
         raise SigningSetupError(msg) from exc
     named = [keys.public_key, *keys.certificate_chain, keys.trust_config]
     try:
@@ -276,7 +277,7 @@ def _version_note(exc: BaseException) -> str:
         __version__ = "unknown"
     return (
         f"model_signing {__version__} is installed, but stcheck verifies with model_signing {SUPPORTED_VERSION} "
-        f"(pip install 'stcheck[sign]'): {_first_line(exc)}"
+        f"({install_hint('sign')}): {_first_line(exc)}"
     )
 
 

@@ -24,6 +24,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
+from validator._display import plural
 from validator._dtypes import DTYPE_BITS
 from validator._errors import StcheckError
 from validator._rules import BY_CODE, BY_SLUG, Rule, Severity
@@ -325,7 +326,7 @@ def check_policy(report: Report, policy: Policy, out: Checker) -> None:
     if policy.max_tensors is not None and len(report.tensors) > policy.max_tensors:
         out.add(
             "policy-too-many-tensors",
-            f"file has {len(report.tensors)} tensors; the policy allows {policy.max_tensors}",
+            f"file has {plural(len(report.tensors), 'tensor')}; the policy allows {policy.max_tensors}",
             None,
         )
     for name, info in report.tensors.items():

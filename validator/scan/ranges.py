@@ -38,7 +38,6 @@ from validator._check import Checker
 from validator._errors import SourceError
 from validator._source import open_regular
 from validator.scan.engine import (
-    FileResult,
     Job,
     Options,
     cap_per_rule,
@@ -50,6 +49,7 @@ from validator.scan.engine import (
 from validator.scan.identity import SeenHeader, Stamp, same_file, stamp_of, validate_fd
 from validator.scan.integrity import Digester, check_digest
 from validator.scan.policy import check_policy
+from validator.scan.results import FileResult
 from validator.scan.signhash import WHOLE_SHA256, tensor_inventory
 
 if TYPE_CHECKING:
@@ -69,9 +69,9 @@ class Plan:
     metadata: dict[str, str] | None
     findings: list[Finding]  # validation, policy and name checks, in check order
     ranges: list[tuple[int, int, dict[str, TensorInfo]]]  # absolute [begin, end) and its tensors
-    header_span: int = 0  # the bytes validation read, and their sha256 (see engine.FileResult)
+    header_span: int = 0  # the bytes validation read, and their sha256 (see results.FileResult)
     header_sha256: str | None = None
-    dtypes: dict[str, list[int]] | None = None  # see engine.FileResult
+    dtypes: dict[str, list[int]] | None = None  # see results.FileResult
 
 
 @dataclass

@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from validator.scan.engine import FileResult, Job, Options, expand, run_jobs, stderr_is_tty
+from validator.scan.engine import Job, Options, expand, run_jobs, stderr_is_tty
 from validator.scan.timed import ScaleError, timed_scan, timeout_result
 
 __all__ = ["ScaleError", "Settings", "run", "run_from_args", "scan_paths", "timed_scan", "timeout_result"]
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from distributed import Client
 
     from validator.scan.cache import Lookup
+    from validator.scan.results import FileResult
 
     BarFactory = Callable[[str, int, int], AbstractContextManager[Callable[[int], None] | None]]
 

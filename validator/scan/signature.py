@@ -34,6 +34,7 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
+from validator._install import install_hint
 from validator.scan.signhash import HASH_TYPES, DigestSpec, shard_ranges
 
 if TYPE_CHECKING:
@@ -90,7 +91,7 @@ def _spec(serialization: Mapping[str, object]) -> DigestSpec:
         raise UnsupportedError(f"hash type {hash_type!r}: stcheck computes {', '.join(HASH_TYPES)}")
     assert isinstance(hash_type, str)
     if hash_type == "blake3" and importlib.util.find_spec("blake3") is None:
-        raise UnsupportedError("hash type 'blake3' needs the blake3 package (pip install 'stcheck[sign]')")
+        raise UnsupportedError(f"hash type 'blake3' needs the blake3 package: {install_hint('sign')}")
     if method == "files":
         return DigestSpec(hash_type)
     if method == "shards":

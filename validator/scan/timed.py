@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING
 from validator._errors import StcheckError
 from validator._findings import Finding
 from validator._rules import BY_SLUG
-from validator.scan.engine import FileResult, job_options, scan_file
+from validator.scan.engine import job_options, scan_file
 from validator.scan.policy import apply_policy
+from validator.scan.results import FileResult
 
 if TYPE_CHECKING:
     from collections.abc import Callable

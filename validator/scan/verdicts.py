@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from validator.scan.engine import FileResult
 from validator.scan.policy import apply_policy
+from validator.scan.results import FileResult
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence

@@ -1,0 +1,227 @@
+# Strategy: `stcheck inspect`: the tensor table, metadata and findings of a
+# file, or of everything a folder, an index or a remote source holds.  A lone
+# local file's JSON is its fileReport (Report.to_json()); anything else is the
+# report document that `check --format json` writes (the same writer, with
+# the tensor tables and an index's weight_map), so both validate against
+# validator/schemas/report.schema.json.  Every path and line goes through
+# validator._display; nothing here imports numpy.
+# Paths are str, handled with os.path as in the rest of the package.
+# ruff: noqa: PTH112, T201
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import sys
+from typing import TYPE_CHECKING
+
+from validator._display import escape_line, escape_path, finding_line, plural
+from validator._errors import SourceError
+from validator._findings import REFERENCE_LOADS, strict_only_failure
+from validator._group import group_per_tensor
+from validator._validate import validate
+from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
+from validator.cli.report import add_profile_option
+from validator.cli.targets import (
+    REMOTE_PREFIXES,
+    Checked,
+    add_remote_options,
+    check_results,
+    check_target,
+    expand_targets,
+    index_result,
+    is_index,
+)
+
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Iterator
+
+    from validator._findings import Report
+    from validator.io.index import IndexReport
+
+_HEADERS = ["name", "dtype", "shape", "begin", "end", "bytes"]
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "inspect",
+        help="print a file's tensor table and metadata",
+        description=(
+            "Validate one file, index, folder or remote source; print its tensor table (name, dtype, shape, "
+            "offsets), metadata and findings."
+        ),
+        epilog="Exit codes: 0 valid, 1 invalid, 2 usage or I/O error.",
+    )
+    p.add_argument(
+        "path", metavar="PATH", help="a safetensors file, an index, a folder, or an http(s):// or hf:// source"
+    )
+    add_profile_option(p)
+    p.add_argument("--format", choices=["text", "json"], default="text", help="output format (default text)")
+    add_remote_options(p)  # remote/checkpoint hook (validator.cli.targets)
+    p.set_defaults(run=run_inspect)
+
+
+def _err(message: str) -> None:
+    print(escape_line(f"stcheck: {message}"), file=sys.stderr)
+
+
+def _table(rows: list[list[str]], headers: list[str], numeric: frozenset[int] = frozenset()) -> None:
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+    for row in [headers, ["-" * w for w in widths], *rows]:
+        cells = [
+            c.rjust(w) if i in numeric and row is not headers else c.ljust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        ]
+        print("  ".join(cells).rstrip())
+
+
+def _shape(shape: tuple[int, ...]) -> str:
+    return "[" + ", ".join(map(str, shape)) + "]"
+
+
+def _sizes(report: Report) -> str:
+    """``123 bytes, header 80 bytes``, or ``123 bytes; no header could be read``."""
+    size = plural(report.file_size, "byte")
+    if report.header_size is None:
+        return f"{size}; no header could be read"
+    return f"{size}, header {plural(report.header_size, 'byte')}"
+
+
+def run_inspect(args: argparse.Namespace) -> int:
+    path = args.path
+    if path.startswith(REMOTE_PREFIXES) or os.path.isdir(path) or is_index(path):
+        return _inspect_many(args)
+    if path != "-" and not os.path.lexists(path):  # worded as check and scan word it
+        _err(f"{path}: no such file or directory")
+        return EXIT_ERROR
+    try:
+        report = validate(path, profile=args.profile)
+    except SourceError as exc:
+        _err(str(exc))
+        return EXIT_ERROR
+    if args.format == "json":
+        json.dump(report.to_json(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return EXIT_OK if report.valid else EXIT_INVALID
+    print(f"{escape_path(path)}: {_sizes(report)}")
+    tensors = report.tensors or {}
+    if report.tensors is not None:
+        rows = [
+            [escape_path(name), t.dtype, _shape(t.shape), str(t.begin), str(t.end), str(t.nbytes)]
+            for name, t in sorted(tensors.items(), key=lambda kv: kv[1].data_offsets)
+        ]
+        _table(rows, _HEADERS, frozenset({3, 4, 5}))
+        print(f"{plural(len(rows), 'tensor')}, {plural(sum(t.nbytes for t in tensors.values()), 'data byte')}")
+    if report.metadata:
+        print("metadata:")
+        for key, value in report.metadata.items():
+            text = value if len(value) <= 200 else value[:200] + f"... ({len(value)} chars)"
+            print(escape_line(f"  {key}: {text}"))
+    for finding in group_per_tensor(report.findings):
+        print(finding_line(path, finding))
+    loads = f" ({REFERENCE_LOADS})" if strict_only_failure(report.reference_valid, report.errors) else ""
+    print("valid" if report.valid else f"invalid: {plural(len(report.errors), 'error')}{loads}")
+    return EXIT_OK if report.valid else EXIT_INVALID
+
+
+def _inspect_many(args: argparse.Namespace) -> int:
+    """A checkpoint, folder or remote source: every file in it."""
+    path = args.path
+    errors: list[str] = []
+    checked = Checked()
+    try:
+        for target in expand_targets([path], errors, empty_is_error=False):
+            part = check_target(target, args.profile, args)
+            checked.reports.extend(part.reports)
+            checked.checkpoints.extend(part.checkpoints)
+            checked.others.extend(part.others)
+            checked.links.extend(part.links)
+    except SourceError as exc:
+        errors.append(str(exc))
+    judged = checked.links or any(o.findings for o in checked.others)
+    if not errors and not checked.reports and not checked.checkpoints and not judged:
+        errors.append(f"{path}: not a regular file (a directory with no *.safetensors file or index)")
+    for message in errors:
+        _err(message)
+    if errors:
+        return EXIT_ERROR
+    results = check_results(checked, args.profile, None, inspect=True)
+    if args.format == "json":
+        from validator.scan.formats import write  # noqa: PLC0415 - only for this output
+
+        write("json", sys.stdout, results, [], 0.0, profile=args.profile, command="inspect")
+    else:
+        _inspect_text(checked, args.profile)
+    return EXIT_OK if all(r.valid for r in results) else EXIT_INVALID
+
+
+def _other_lines(checked: Checked) -> Iterator[str]:
+    """The finding lines of a folder's other files and links, escaped."""
+    for link, finding in checked.links:
+        yield finding_line(link, finding)
+    for other in checked.others:
+        for finding in other.findings:
+            yield finding_line(other.path, finding)
+
+
+def _inspect_checkpoint(index: IndexReport, profile: str) -> None:
+    from validator.io.checkpoint import summarize  # noqa: PLC0415 - the index modules load only for checkpoints
+    from validator.scan.formats import checkpoint_line  # noqa: PLC0415 - as above
+
+    print(checkpoint_line(index_result(index, profile, None)))
+    s = summarize(index.weight_map or {}, index.shards)
+    rows = []
+    for name, shard in sorted((index.weight_map or {}).items()):
+        report = index.shards.get(shard)
+        info = None if report is None or report.tensors is None else report.tensors.get(name)
+        if info is None:
+            rows.append([escape_path(name), "?", "?", escape_path(shard), "-"])
+            continue
+        rows.append([escape_path(name), info.dtype, _shape(info.shape), escape_path(shard), f"{info.nbytes:,}"])
+    _table(rows, ["name", "dtype", "shape", "shard", "bytes"])
+    print(f"shards ({s.shards}):")
+    for shard, report in sorted(index.shards.items()):
+        count = 0 if report.tensors is None else len(report.tensors)
+        verdict = "valid" if report.valid else "invalid"
+        print(f"  {escape_path(shard)}: {report.file_size:,} bytes, {plural(count, 'tensor')}, {verdict}")
+    print("dtypes:")
+    for dtype, (n, params) in sorted(s.dtypes.items()):
+        print(f"  {dtype}: {plural(n, 'tensor')}, {params:,} parameters")
+    print(
+        f"{plural(s.tensors, 'tensor')}, {s.parameters:,} parameters, {s.data_bytes:,} data bytes "
+        f"in {plural(s.shards, 'shard')} ({s.file_bytes:,} bytes)"
+    )
+    for finding in group_per_tensor(index.findings):
+        print(finding_line(index.path, finding))
+    base = {r.path: posixpath.basename(r.path or "") for r in index.shards.values()}
+    for report in index.shards.values():
+        for finding in group_per_tensor(report.findings):
+            print(finding_line(base.get(report.path, report.path or ""), finding))
+
+
+def _inspect_text(checked: Checked, profile: str) -> None:
+    in_checkpoint: set[str | None] = set()
+    for index in checked.checkpoints:
+        _inspect_checkpoint(index, profile)
+        in_checkpoint.update(r.path for r in index.shards.values())
+    for report in checked.reports:
+        if report.path in in_checkpoint:
+            continue
+        count = len(report.tensors or {})
+        print(f"{escape_path(report.path or '')}: {_sizes(report)}, {plural(count, 'tensor')}")
+        for finding in group_per_tensor(report.findings):
+            print(finding_line(report.path or "", finding))
+    _inspect_others(checked)
+
+
+def _inspect_others(checked: Checked) -> None:
+    from validator._walk import count_kinds, kinds_line  # noqa: PLC0415 - only for folders
+
+    for other in checked.others:
+        print(f"{escape_path(other.path)}: {other.size:,} bytes, {other.kind}")
+    for line in _other_lines(checked):
+        print(line)
+    line = kinds_line(count_kinds(checked.others))
+    if line:
+        print(line)
