@@ -269,3 +269,107 @@ def test_long_header_let_go_and_put_back_when_the_canonical_tier_declines() -> N
     assert metadata == {"k": value}
     assert tensors is not None
     assert list(tensors) == [name]
+
+
+# --- the small-file fast paths (issue 22) --------------------------------------
+
+FIELDS_IN_ANY_ORDER = [
+    '{"a":{"shape":[2],"dtype":"F32","data_offsets":[0,8]}}',
+    '{"a":{"data_offsets":[0,8],"shape":[2],"dtype":"F32"}}',
+    '{"a":{"data_offsets" : [ 0 , 8 ] ,\n "shape":[ 2 ],"dtype" :"F32"}}',
+    '{"a":{"shape":[],"data_offsets":[0,4],"dtype":"F32"}}',
+    '{"a":{"shape":[2],"shape":[2],"dtype":"F32","data_offsets":[0,8]}}',  # duplicate field
+    '{"a":{"shape":[2],"dtype":"F32","dtype":"F16","data_offsets":[0,8]}}',
+    '{"a":{"shape":[2],"dtype":"f32","data_offsets":[0,8]}}',  # unknown dtype
+    '{"a":{"shape":[2],"dtype":"F\u00e9","data_offsets":[0,8]}}',
+    '{"a":{"shape":[2],"dtype":"F32","data_offsets":[0,8,9]}}',
+    '{"a":{"shape":[2],"dtype":"F32","data_offsets":[0]}}',
+    '{"a":{"shape":[2],"dtype":"F32","data_offsets":[]}}',
+    '{"a":{"shape":[2],"dtype":"F32","data_offsets":[18446744073709551615,8]}}',  # 2^64-1: a u64
+    '{"a":{"shape":[2],"dtype":"F32","data_offsets":[18446744073709551616,8]}}',  # 2^64: not one
+    '{"a":{"shape":[99999999999999999999],"dtype":"F32","data_offsets":[0,8]}}',
+    '{"a":{"shape":[123456789012345678901],"dtype":"F32","data_offsets":[0,8]}}',  # 21 digits
+    '{"a":{"shape":[01],"dtype":"F32","data_offsets":[0,8]}}',
+    '{"a":{"shape":[2.0],"dtype":"F32","data_offsets":[0,8]}}',
+    '{"a":{"shape":[2e0],"dtype":"F32","data_offsets":[0,8]}}',
+    '{"a":{"shape":[-0],"dtype":"F32","data_offsets":[0,8]}}',
+    '{"a":{"shape":[2,],"dtype":"F32","data_offsets":[0,8]}}',
+    '{"a":{"shape":[2]"dtype":"F32","data_offsets":[0,8]}}',
+    '{"a":{"shape":[2],"dtype":"F32","data_offsets":[0,8]',
+    '{"a":{"shape":[2],"dtype":"F32","data_offsets":[0,8]]}',
+    '{"a":{"shape":[2],"dtype":"F32","data_offsets":[0,8],"x":1}}',
+    '{"a":{"shape":[2],"\\u0064type":"F32","data_offsets":[0,8]}}',
+    '{"a":{"shape":[2],"dtype":"F\\u0033\\u0032","data_offsets":[0,8]}}',
+    '{"a":{"shape":[2],"dtype":["F32"],"data_offsets":[0,8]}}',
+    '{"a":{"shape":[2],"dtype":"F32","data_offsets":[8,0]}}',
+]
+
+
+@pytest.mark.parametrize("header", FIELDS_IN_ANY_ORDER)
+def test_known_fields_in_any_order_agree_with_the_tree_path(header: str) -> None:
+    # _header.entry_object takes dtype, shape and data_offsets of a usual
+    # spelling by one regex; anything else goes through the exact parser.
+    assert _same_everywhere(_file(header, b"\0" * 8)) in {Tier.SCAN, None}
+
+
+DEEP_CLOSERS = [
+    '{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":' + "[" * 120 + "]" * 120 + "}}",
+    '{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":' + "[" * 125 + "]" * 125 + "}}",  # depth 127
+    '{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":' + "[" * 126 + "]" * 126 + "}}",  # depth 128
+    '{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":' + "[{" * 40 + '"k":1' + "}]" * 40 + "}}",
+    '{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":' + "[" * 50 + "]" * 49 + "}}}",  # mismatch
+    '{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":' + "[" * 50 + "]" * 51 + "}}",  # one too many
+    '{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":' + "[" * 50 + "] " * 50 + "}}",  # spaced
+    '{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":' + "[" * 50 + "]" * 50 + " }}",
+    '{"__metadata__":{"k":' + "[" * 100 + "]" * 100 + "}," + ENTRY.format("a", 0, 4) + "}",
+]
+
+
+@pytest.mark.parametrize("header", DEEP_CLOSERS)
+def test_closing_runs_past_the_skipped_value_agree_with_the_tree_path(header: str) -> None:
+    # _json.skip ends a value whose closing run goes on into the containers
+    # around it in one step instead of one bracket at a time.
+    _same_everywhere(_file(header, b"\0" * 4))
+
+
+@pytest.mark.parametrize(
+    "offsets",
+    [
+        "[0,4],[4,8]",
+        "[0,4],[4,9]",
+        "[0,04],[4,8]",  # a leading zero: not JSON
+        "[00,4],[4,8]",
+        "[0,4],[4,8]]",
+        "[0,4],[5,9]",
+        "[4,8],[0,4]",
+        "[0,4],[4,18446744073709551615]",
+        "[0,4],[4,18446744073709551616]",
+    ],
+)
+def test_canonical_offsets_spelling_agrees_with_the_tree_path(offsets: str) -> None:
+    # The canonical tier compares the offsets text with str() of the running
+    # sums, once for the whole table.
+    first, second = offsets.split("],[")
+    text = "{" + ENTRY.format("a", 0, 4).replace("[0,4]", first + "]") + ","
+    text += ENTRY.format("b", 4, 8).replace("[4,8]", "[" + second) + "}"
+    _same_everywhere(_file(text, b"\0" * 8))
+
+
+def test_long_shapes_take_the_ones_shortcut_and_agree() -> None:
+    for dims in (["1"] * 40, ["1"] * 30 + ["2"], ["2"] * 40, ["1", "11"] * 20, ["0"] + ["1"] * 40):
+        shape = ",".join(dims)
+        assert len(shape) > _tiers._SHORT_SHAPE or dims == ["1"] * 30 + ["2"]
+        expected = _tiers.size_of("F32", tuple(map(int, dims)))
+        assert _tiers.kind_size("F32" + _tiers._KIND_CUT + shape) == expected, shape
+
+
+def test_a_finding_free_report_equals_the_dataclass_construction() -> None:
+    from validator._findings import Report, TensorTable, report_of
+
+    table = TensorTable.of({"a": validator.TensorInfo("F32", (1,), (0, 4))})
+    for findings in ((), validator.validate(_file('{"a":1}')).findings):
+        args = (Profile.REFERENCE, findings, 12, 8, table, {"k": "v"}, "p", 3)
+        fast, slow = report_of(*args), Report(*args)
+        assert fast == slow
+        assert vars(fast) == vars(slow)
+        assert type(fast) is Report

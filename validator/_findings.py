@@ -7,8 +7,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeVar
 
 from validator._display import finding_line
 from validator._dtypes import DTYPE_BITS
@@ -16,6 +16,10 @@ from validator._rules import PREFIX_LEN, Profile, Rule, Severity
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
+
+
+_ERROR: Final = Severity.ERROR  # a module global: an enum class attribute costs a lookup per use
+_WARNING: Final = Severity.WARNING
 
 
 @dataclass(frozen=True)
@@ -140,17 +144,17 @@ class ReportBase(Generic[F_co]):
     @property
     def errors(self) -> tuple[F_co, ...]:
         """The error findings, in check order."""
-        return tuple(f for f in self.findings if f.severity is Severity.ERROR)
+        return tuple(f for f in self.findings if f.severity is _ERROR)
 
     @property
     def warnings(self) -> tuple[F_co, ...]:
         """The warning findings, in check order."""
-        return tuple(f for f in self.findings if f.severity is Severity.WARNING)
+        return tuple(f for f in self.findings if f.severity is _WARNING)
 
     @property
     def first_error(self) -> F_co | None:
         """The first error in check order, or None."""
-        return next((f for f in self.findings if f.severity is Severity.ERROR), None)
+        return next((f for f in self.findings if f.severity is _ERROR), None)
 
 
 def _as_is(kind: tuple[str, tuple[int, ...]]) -> tuple[str, tuple[int, ...]]:
@@ -264,3 +268,44 @@ class Report(ReportBase[Finding]):
             "metadata": None if self.metadata is None else dict(self.metadata),
             "suppressed": self.suppressed,
         }
+
+
+_REPORT_ARGS: Final = ("profile", "findings", "file_size", "header_size", "tensors", "metadata", "path", "suppressed")
+# Fields of Report that report_of does not take: their defaults.
+_REPORT_REST: Final = {f.name: f.default for f in fields(Report) if f.name not in _REPORT_ARGS}
+
+
+def report_of(  # noqa: PLR0917 - positional: the hot path of validate(), no keyword dict per call
+    profile: Profile,
+    findings: tuple[Finding, ...],
+    file_size: int,
+    header_size: int | None,
+    tensors: TensorTable | None,
+    metadata: Mapping[str, str] | None,
+    path: str | None,
+    suppressed: int,
+) -> Report:
+    """``Report(...)`` with these fields, built without a frozen setattr per field.
+
+    The hot path of validate(): a dataclass's frozen __init__ costs a
+    setattr through object.__setattr__ per field.  ``tensors`` must already
+    be a TensorTable (so __post_init__ has nothing to do); every other field
+    takes its default (a plain one: a default_factory would show as
+    MISSING).  tests/test_tiers.py checks the result equals Report's own
+    construction.
+    """
+    report: Report = object.__new__(Report)
+    values = report.__dict__
+    values.update(
+        profile=profile,
+        findings=findings,
+        file_size=file_size,
+        header_size=header_size,
+        tensors=tensors,
+        metadata=metadata,
+        path=path,
+        suppressed=suppressed,
+    )
+    if _REPORT_REST:
+        values.update(_REPORT_REST)
+    return report

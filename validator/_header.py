@@ -54,6 +54,7 @@ from validator._json import (
     skip,
 )
 from validator._layout import Layout, size_of
+from validator._numbers import U64_MAX
 from validator._rules import PREFIX_LEN
 
 if TYPE_CHECKING:
@@ -98,6 +99,16 @@ _UNKNOWN_FAST: Final = re.compile(
 )  # fmt: skip
 _UNKNOWN_KEY: Final = re.compile(rb"(" + _FIELD_KEY + rb")" + _W + rb":" + _W + _SAFE_VALUE)
 _DIM: Final = re.compile(rb"[0-9]+")
+# A known field with the value every writer gives it: a plain string for
+# dtype, an array of integers of at most 20 digits for shape and
+# data_offsets (a u64 has at most 20; larger ones go to the exact parser).
+# Groups: 1 dtype's string token, 2 the array field's name, 3 its array,
+# 4 the array's items.
+_INT20: Final = rb"(?:0|[1-9][0-9]{0,19}+)"
+_KNOWN_FIELD: Final = re.compile(
+    rb'"(?:dtype"' + _W + rb":" + _W + rb'("[^"\\\x00-\x1f]*+")|(shape|data_offsets)"' + _W + rb":" + _W
+    + rb"(\[" + _W + rb"((?:" + _INT20 + rb"(?:" + _W + rb"," + _W + _INT20 + rb")*+)?)" + _W + rb"\]))"
+)  # fmt: skip
 _NOT_ONE: Final = re.compile(rb"(?<![0-9])(?!1(?![0-9]))[0-9]+")
 _NOT_SPACE: Final = re.compile(rb"[^ ]")
 _DTYPE_OF: Final = {name.encode(): name for name in DTYPE_BITS}
@@ -197,6 +208,30 @@ class Table:
         for row in self.bad:
             del good[self.names[row]]
         return good
+
+
+def _known_field(buf: bytes, pos: int, fields: dict[str, tuple[Json, int | None]]) -> int:
+    """Read a first dtype, shape or data_offsets member of a usual spelling into ``fields``.
+
+    Returns the end of its value, or -1 when the member at ``pos`` is
+    anything else (the exact parser then reads it).
+    """
+    f = _KNOWN_FIELD.match(buf, pos)
+    if f is None:
+        return -1
+    if f.start(1) >= 0:
+        if "dtype" in fields:
+            return -1
+        fields["dtype"] = (f.group(1)[1:-1].decode(), _BASE + f.start(1))
+        return f.end()
+    field = f.group(2).decode()
+    dims = list(map(int, _DIM.findall(f.group(4))))
+    # No item of such an array can have a finding of its own, so no item
+    # offsets are recorded; one past 2^64-1 goes to the exact parser.
+    if field in fields or (dims and max(dims) > U64_MAX):
+        return -1
+    fields[field] = (dims, _BASE + f.start(3))  # type: ignore[assignment]  # list[int] is a list[Json]
+    return f.end()
 
 
 class _Reader:
@@ -314,30 +349,20 @@ class _Reader:
         if pos < len(buf) and buf[pos] == 0x7D:
             return finish_entry(entry, fields, Locator(positions), out), pos + 1
         while True:
-            m = _UNKNOWN_FAST.match(buf, pos)
-            # In the compact form every '":' ends a key (no string there holds a quote).
-            count = -1 if m is None else buf.count(b'":', pos, m.end())
-            m = m or _UNKNOWN_RUN.match(buf, pos)
-            if m is not None:
-                pos = self.unknown_run(name, pos, m.end(), count)
-                if pos == m.end():
-                    pos = ws(buf, pos).end()  # type: ignore[union-attr]
-                    continue
-            key_at = pos
-            field, after = read_key(buf, pos, _BASE)
-            pos = ws(buf, after).end()  # type: ignore[union-attr]
-            if field in FIELDS and field not in fields:
-                parsed = parse(buf, _BASE, pos, depth=2)
-                fields[field] = (parsed.root, parsed.root_offset)
-                positions.update(parsed.positions)
-                pos = parsed.end
+            end = _known_field(buf, pos, fields)
+            if end >= 0:
+                pos = end
             else:
-                if field in FIELDS:
-                    duplicate_field(name, field, _BASE + key_at, out)
-                    entry.ok = False
-                else:
-                    unknown_field(name, field, _BASE + key_at, out)
-                pos = skip(buf, pos, _BASE, 2)
+                m = _UNKNOWN_FAST.match(buf, pos)
+                # In the compact form every '":' ends a key (no string there holds a quote).
+                count = -1 if m is None else buf.count(b'":', pos, m.end())
+                m = m or _UNKNOWN_RUN.match(buf, pos)
+                if m is not None:
+                    pos = self.unknown_run(name, pos, m.end(), count)
+                    if pos == m.end():
+                        pos = ws(buf, pos).end()  # type: ignore[union-attr]
+                        continue
+                pos = self.field(entry, fields, positions, pos)
             pos = ws(buf, pos).end()  # type: ignore[union-attr]
             if pos < len(buf) and buf[pos] == 0x2C:
                 pos = ws(buf, pos + 1).end()  # type: ignore[union-attr]
@@ -347,6 +372,26 @@ class _Reader:
             if pos >= len(buf):
                 raise JsonError("json-syntax", _BASE + pos, "unexpected end of header inside a container")
             raise _separator_error(buf, _BASE, pos, is_object=True)
+
+    def field(
+        self, entry: Entry, fields: dict[str, tuple[Json, int | None]], positions: dict[int, Any], pos: int
+    ) -> int:
+        """One member of an entry, read by the exact parser; return the end of its value."""
+        buf = self.buf
+        key_at = pos
+        field, after = read_key(buf, pos, _BASE)
+        pos = _WS.match(buf, after).end()  # type: ignore[union-attr]
+        if field in FIELDS and field not in fields:
+            parsed = parse(buf, _BASE, pos, depth=2)
+            fields[field] = (parsed.root, parsed.root_offset)
+            positions.update(parsed.positions)
+            return parsed.end
+        if field in FIELDS:
+            duplicate_field(entry.name, field, _BASE + key_at, self.out)
+            entry.ok = False
+        else:
+            unknown_field(entry.name, field, _BASE + key_at, self.out)
+        return skip(buf, pos, _BASE, 2)
 
     def unknown_run(self, name: str, start: int, end: int, count: int) -> int:
         """Unknown fields with plain values, each followed by ','; return where the run stops.

@@ -454,6 +454,14 @@ def skip(buf: bytes, pos: int, base: int, depth: int = 0) -> int:  # noqa: C901,
                 del stack[len(stack) - k :]
                 pos = m.end()  # type: ignore[union-attr]
                 continue
+            if k > len(stack) and k == m.end() - pos and stack == closers[len(stack) - 1 :: -1]:  # type: ignore[union-attr]
+                # The run closes this value and goes on into the containers
+                # around it; without whitespace in it, the value ends after
+                # its own closers (one at a time, a deep value's closing run
+                # would be matched again per level).
+                pos += len(stack)
+                del stack[:]
+                continue
             # A mismatch (or more closers than containers) inside the run:
             # close one at a time, so the error lands where parse puts it.
             if (c == 0x7D) != (stack[-1] == 0x7B):

@@ -38,7 +38,7 @@ from __future__ import annotations
 import enum
 import json
 import re
-from itertools import accumulate, compress, repeat
+from itertools import accumulate, chain, compress, repeat
 from operator import add, itemgetter, mod
 from typing import TYPE_CHECKING, Any, Final
 
@@ -230,7 +230,10 @@ def clean_table(text: str, header_size: int, file_size: int, *, probed: bool = F
     if not unknown and min(sizes.values()) >= 0:
         ends = list(accumulate(map(sizes.__getitem__, kinds)))
         begins = [0, *ends[:-1]]
-        if ";".join(map("{},{}".format, begins, ends)) == offsets:
+        # One str() of the interleaved numbers, not a format call per
+        # tensor: "0,64;64,128" reads "[0, 64, 64, 128]" once respelled.
+        spelled = "[" + offsets.replace(";", ",").replace(",", ", ") + "]"
+        if str(list(chain.from_iterable(zip(begins, ends, strict=True)))) == spelled:
             clean.begins, clean.ends = begins, ends
             # data_start is a multiple of 8 and every alignment divides 8.
             clean.checked = PREFIX_LEN + header_size + ends[-1] == file_size and (
@@ -283,9 +286,16 @@ def _probe(head: str) -> bool:
     return len(set(names)) == len(names) and "" not in names
 
 
+# Shapes up to this many characters are sized with int() per dimension;
+# longer ones skip their ones by regex (a shape of 50 million ones).
+_SHORT_SHAPE: Final = 64
+
+
 def kind_size(kind: str) -> tuple[int, int]:
     """(bytes or OVERFLOW or MISALIGNED, alignment) of a valid kind column value."""
     dtype, shape = kind.split(_KIND_CUT)
+    if len(shape) <= _SHORT_SHAPE:  # a few dimensions: int() each, in C
+        return size_of(dtype, map(int, shape.split(",")) if shape else ())
     # Dimensions of 1 change nothing: a shape of only ones (no "11", nothing
     # but "1" and ",") is two scans in C, and any other skips its ones.
     if "11" not in shape and not shape.strip("1,"):
@@ -325,7 +335,7 @@ def _looks_plain(header: bytes) -> bool:
     return header.count(b":") <= 4 * entries + 1024 and header.count(b"[") <= 2 * entries
 
 
-def fast_table(holder: list[bytes], header_size: int, file_size: int, tiers: Tier) -> Clean | None:
+def fast_table(holder: list[bytes], header_size: int, file_size: int) -> Clean | None:
     """The canonical tier's table, or None when it does not vouch for the header.
 
     ``holder`` holds the header bytes and is their only owner: above
@@ -334,7 +344,7 @@ def fast_table(holder: list[bytes], header_size: int, file_size: int, tiers: Tie
     is held once, not twice, beside what the metadata scan builds.
     """
     header = holder[0]
-    if not tiers & Tier.CANONICAL or b"\\" in header:
+    if b"\\" in header:
         return None
     metadata = header.startswith(b'{"__metadata__":')
     if not metadata and _FIRST_ENTRY.match(header) is None:

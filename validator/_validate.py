@@ -9,12 +9,12 @@ import gc
 import io
 import os
 import stat
-from typing import IO, TYPE_CHECKING, Union
+from typing import IO, TYPE_CHECKING, Final, Union
 
 from validator._check import MAX_PER_RULE, Checker
 from validator._entries import read_dtype
 from validator._errors import InvalidFileError, SourceError
-from validator._findings import Report, TensorTable
+from validator._findings import Report, TensorTable, report_of
 from validator._header import check_header, parse_kind
 from validator._layout import check_layout
 from validator._prefix import check_prefix
@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, IO[bytes]]
+_ALL: Final = Tier.ALL
+_CANONICAL: Final = Tier.CANONICAL
+_SCAN: Final = Tier.SCAN
 
 
 def _profile(profile: Profile | str) -> Profile:
@@ -80,7 +83,10 @@ def _check(
     table = None
     if n is not None:
         holder = [read_header(n)]  # the header's only owner: fast_table may let it go
-        clean = fast_table(holder, n, file_size, tiers)
+        # Tier.ALL, the default, is tested by identity: flag arithmetic on an
+        # IntFlag is a Python-level call per operator (and an enum class's
+        # attribute lookup costs more than a module global's).
+        clean = fast_table(holder, n, file_size) if tiers is _ALL or tiers & _CANONICAL else None
         if clean is not None:
             del holder
             if answered is not None:
@@ -89,10 +95,8 @@ def _check(
                 read_dtype(name, dtype, PREFIX_LEN + at, out)
             if not clean.checked:
                 check_layout(clean.layout(), n, file_size, out)
-            return _report(
-                out, profile, file_size=file_size, n=n, path=path, tensors=clean.tensors(), metadata=clean.metadata
-            )
-        scan = bool(tiers & Tier.SCAN)
+            return _report(out, profile, file_size, n, path, clean.tensors(), clean.metadata)
+        scan = tiers is _ALL or bool(tiers & _SCAN)
         if answered is not None:
             answered.append(Tier.SCAN if scan else Tier.NONE)
         header = holder.pop()
@@ -106,32 +110,28 @@ def _check(
     if table is not None:
         tensors = TensorTable(table.good(), table.kinds, table.begins, table.ends, parse_kind)  # type: ignore[arg-type]
         metadata = table.metadata
-    return _report(out, profile, file_size=file_size, n=n, path=path, tensors=tensors, metadata=metadata)
+    return _report(out, profile, file_size, n, path, tensors, metadata)
 
 
-def _report(
+def _report(  # noqa: PLR0917 - positional: called once per validate(), on the hot path
     out: Checker,
     profile: Profile,
-    *,
     file_size: int,
     n: int | None,
     path: str | None,
     tensors: TensorTable | None,
     metadata: dict[str, str] | None,
 ) -> Report:
-    return Report(
-        profile=profile,
-        findings=tuple(f for f in out.findings if f.rule.applies_to(profile)),
-        file_size=file_size,
-        header_size=n,
-        tensors=tensors,
-        metadata=metadata,
-        path=path,
-        suppressed=sum(count for slug, count in out.dropped.items() if BY_SLUG[slug].applies_to(profile)),
-    )
+    found = out.findings
+    findings = tuple(f for f in found if profile in f.rule.profiles) if found else ()
+    dropped = out.dropped
+    suppressed = sum(count for slug, count in dropped.items() if BY_SLUG[slug].applies_to(profile)) if dropped else 0
+    return report_of(profile, findings, file_size, n, tensors, metadata, path, suppressed)
 
 
 def _from_buffer(buf: bytes | bytearray | memoryview, profile: Profile, path: str | None) -> Report:
+    if type(buf) is bytes:  # immutable: slices are the bytes, no view needed
+        return check_buffer(buf[:PREFIX_LEN], lambda n: buf[PREFIX_LEN : PREFIX_LEN + n], len(buf), profile, path)
     view = memoryview(buf)
     if not view.c_contiguous:  # a strided view: only a copy can be cast to bytes
         view = memoryview(view.tobytes())
