@@ -373,3 +373,62 @@ def test_a_finding_free_report_equals_the_dataclass_construction() -> None:
         assert fast == slow
         assert vars(fast) == vars(slow)
         assert type(fast) is Report
+
+
+def _canonical(rows: list[tuple[str, str, str, str]], data: int, extra: int = 0) -> bytes:
+    """A canonical header of (name, dtype, shape, "begin,end") rows and ``data`` + ``extra`` data bytes."""
+    entries = [f'"{n}":{{"dtype":"{d}","shape":[{s}],"data_offsets":[{o}]}}' for n, d, s, o in rows]
+    return _file("{" + ",".join(entries) + "}", b"\0" * (data + extra))
+
+
+UNKNOWN_DTYPE_LAYOUTS = {
+    "middle": [("a", "F32", "2", "0,8"), ("b", "X9", "2", "8,16"), ("c", "F32", "1", "16,20")],
+    "first": [("a", "X9", "3", "0,5"), ("b", "U8", "1", "5,6")],
+    "last": [("a", "U8", "1", "0,1"), ("b", "f32", "", "1,9")],
+    "two_of_one_kind": [("a", "X9", "2", "0,3"), ("b", "U8", "1", "3,4"), ("c", "X9", "2", "4,40")],
+    "empty_span": [("a", "U8", "1", "0,1"), ("b", "X9", "7", "1,1"), ("c", "U8", "1", "1,2")],
+    "reversed_span": [("a", "U8", "1", "0,1"), ("b", "X9", "1", "5,1"), ("c", "U8", "1", "1,2")],
+    "hole_after": [("a", "U8", "1", "0,1"), ("b", "X9", "1", "1,3"), ("c", "U8", "1", "4,5")],
+    "overlap": [("a", "U8", "4", "0,4"), ("b", "X9", "1", "2,3"), ("c", "U8", "1", "3,4")],
+    "misaligned_after": [("a", "X9", "1", "0,3"), ("b", "F32", "1", "3,7")],
+    "leading_zero": [("a", "U8", "1", "0,1"), ("b", "X9", "1", "01,2")],
+    "past_u64": [("a", "U8", "1", "0,1"), ("b", "X9", "1", "1,18446744073709551616")],
+    "u64_max": [("a", "U8", "1", "0,1"), ("b", "X9", "1", "1,18446744073709551615")],
+    "wrong_size_elsewhere": [("a", "U8", "2", "0,1"), ("b", "X9", "1", "1,2")],
+}
+
+
+@pytest.mark.parametrize("name", list(UNKNOWN_DTYPE_LAYOUTS))
+@pytest.mark.parametrize("extra", [0, 3])
+def test_unknown_dtype_rows_on_the_running_sums_agree_with_the_tree_path(name: str, extra: int) -> None:
+    # The canonical tier takes an unknown dtype's declared span as its size
+    # in the running-sum check; every other layout goes to validator._layout.
+    rows = UNKNOWN_DTYPE_LAYOUTS[name]
+    end = max(int(o.split(",")[1]) for *_, o in rows)
+    blob = _canonical(rows, min(end, 64), extra)
+    assert _same_everywhere(blob) is Tier.CANONICAL or name in {"leading_zero", "past_u64", "u64_max"}
+
+
+def test_the_unknown_dtype_row_does_not_send_the_layout_to_the_walk(monkeypatch: pytest.MonkeyPatch) -> None:
+    def fail(*_: object, **__: object) -> None:
+        pytest.fail("the layout was walked")
+
+    monkeypatch.setattr("validator._validate.check_layout", fail)
+    report = validator.validate(_canonical(UNKNOWN_DTYPE_LAYOUTS["middle"], 20))
+    assert [(f.slug, f.tensor) for f in report.findings] == [("dtype-unknown", "b")]
+    assert list(report.tensors or {}) == ["a", "c"]
+
+
+def test_offsets_summing_past_u64_are_offsets_invalid_in_every_tier() -> None:
+    # Nine tensors of 2^61-1 bytes each: every size is a u64, their running
+    # sum is not.  The canonical tier once took the text for running sums and
+    # reported buffer-truncated (MetadataIncompleteBuffer); safetensors and
+    # the exact path read 2^64+ as a float: offsets-invalid.
+    size = 2**61 - 1
+    rows = [(f"t{i}", "U8", str(size), f"{i * size},{(i + 1) * size}") for i in range(9)]
+    blob = _canonical(rows, 0)
+    _same_everywhere(blob)
+    report = validator.validate(blob, profile="reference")
+    assert report.first_error is not None
+    assert (report.first_error.slug, report.first_error.tensor) == ("offsets-invalid", "t8")
+    assert report.reference_error == "InvalidHeaderDeserialization"

@@ -38,18 +38,16 @@ from __future__ import annotations
 import enum
 import json
 import re
-from itertools import accumulate, chain, compress, repeat
-from operator import add, itemgetter, mod
-from typing import TYPE_CHECKING, Any, Final
+from itertools import accumulate, compress, repeat
+from operator import add, mod
+from typing import Any, Final
 
 from validator._dtypes import DTYPE_BITS
 from validator._entries import SUSPICIOUS
 from validator._findings import TensorTable
 from validator._layout import Layout, size_of
+from validator._numbers import U64_MAX
 from validator._rules import PREFIX_LEN
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
 
 # One entry, loosely: the name, then dtype and shape as one "kind" group,
 # then the two offsets as one group, then "," or "}".  The loose classes
@@ -79,6 +77,9 @@ _METADATA_SCAN: Final = json.JSONDecoder(object_pairs_hook=_Pairs, parse_constan
 # the printable ASCII the rule flags, and for anything the rule flags when
 # the text is not ASCII.
 _ASCII_SUSPICIOUS: Final = tuple(c for c in map(chr, range(0x20, 0x80)) if SUSPICIOUS.match(c))
+_STR: Final = {str}
+# Above this many tensors, the kind column shares one string per kind.
+_SHARE_KINDS: Final = 64
 
 
 class Clean:
@@ -90,21 +91,12 @@ class Clean:
 
     __slots__ = ("begins", "checked", "ends", "index", "kinds", "metadata", "names", "parse", "unknown")
 
-    def __init__(
-        self,
-        *,
-        index: dict[str, int],
-        kinds: list[Any],
-        begins: list[int],
-        ends: list[int],
-        metadata: dict[str, str] | None,
-        parse: Callable[[Any], tuple[str, tuple[int, ...]]],
-    ) -> None:
-        self.parse = parse
+    def __init__(self, index: dict[str, int], kinds: list[Any], metadata: dict[str, str] | None) -> None:
+        self.parse = parse_kind
         self.index = index
         self.kinds = kinds
-        self.begins = begins
-        self.ends = ends
+        self.begins: list[int] = []
+        self.ends: list[int] = []
         self.metadata = metadata
         self.checked = True  # False: the layout has findings; run validator._layout on the columns
         # (name, dtype, byte offset) of each entry whose dtype is unknown, in document order.
@@ -139,8 +131,9 @@ def clean_table(text: str, header_size: int, file_size: int, *, probed: bool = F
     the layout fails, ``checked`` is False and the caller runs
     validator._layout on the columns.  ``probed``: the caller has already
     probed the first entries (see _probe), so they are not split twice.
+    ``text`` holds no backslash: fast_table has checked its bytes.
     """
-    if header_size % 8 or "\\" in text or not text.startswith('{"'):
+    if header_size % 8 or not text.startswith('{"'):
         return None
     metadata: dict[str, str] | None = None
     start = 1
@@ -154,10 +147,12 @@ def clean_table(text: str, header_size: int, file_size: int, *, probed: bool = F
             # RecursionError: nesting past the C scanner's limit; the exact
             # parser reports json-depth at the right offset.
             return None
-        if type(pairs) is not _Pairs or set(map(type, map(itemgetter(1), pairs))) - {str}:
+        if type(pairs) is not _Pairs:
             return None
         metadata = dict(pairs)
-        if len(metadata) != len(pairs) or not text.startswith(',"', start):
+        if len(metadata) != len(pairs) or not {*map(type, metadata.values())} <= _STR:
+            return None
+        if not text.startswith(',"', start):
             return None
         start += 1
     # Long metadata is cut off first (the entry regex would backtrack over a
@@ -168,17 +163,16 @@ def clean_table(text: str, header_size: int, file_size: int, *, probed: bool = F
         return None
     body = text[start:] if start > _CUT_METADATA else text
     if body.isascii():
-        if any(c in body for c in _ASCII_SUSPICIOUS):
+        if any(map(body.__contains__, _ASCII_SUSPICIOUS)):
             return None
     elif SUSPICIOUS.search(body) is not None:
         return None
     parts = _ENTRY.split(body)
     k = len(parts) // _GROUPS
-    if k == 0:
-        return None
     # The text is exactly lead + entry + "," + ... + entry + "}" + padding.
     if (
-        parts[0] != (text[:start] if body is text else "")
+        not k
+        or parts[0] != (text[:start] if body is text else "")
         or parts[_GROUPS:-1:_GROUPS].count("") != k - 1
         or parts[-1].strip(" ")
     ):
@@ -187,7 +181,7 @@ def clean_table(text: str, header_size: int, file_size: int, *, probed: bool = F
     if terms[-1] != "}" or terms.count(",") != k - 1:
         return None
     names = parts[1::_GROUPS]
-    index = dict(zip(names, range(k), strict=True))
+    index = dict(zip(names, range(k)))  # noqa: B905 - equal lengths; a keyword argument costs on the hot path
     # From here on the text is proven canonical; a failed check below is a
     # finding, which the exact path reports.
     if len(index) != k or "" in index or "__metadata__" in index:
@@ -196,12 +190,13 @@ def clean_table(text: str, header_size: int, file_size: int, *, probed: bool = F
     offsets_list = parts[3::_GROUPS]
     offsets = ";".join(offsets_list)
     del parts  # memory: the columns above are all that is kept
-    # One string object per distinct kind (memory: 100,000 tensors share a
-    # few dozen kinds).
-    distinct = {kind: kind for kind in dict.fromkeys(kinds)}
-    kinds = list(map(distinct.__getitem__, kinds))
-    sizes: dict[str, int] = {}
-    aligns: dict[str, int] = {}
+    distinct = dict(zip(kinds, kinds))  # noqa: B905 - the same list twice
+    if k > _SHARE_KINDS:
+        # One string object per distinct kind (memory: 100,000 tensors share
+        # a few dozen kinds).
+        kinds = list(map(distinct.__getitem__, kinds))
+    sizes: dict[str | None, int] = {}
+    aligns: dict[str | None, int] = {}
     unknown = set()
     for kind in distinct:
         dtype, shape, *more = kind.split(_KIND_CUT)
@@ -210,41 +205,57 @@ def clean_table(text: str, header_size: int, file_size: int, *, probed: bool = F
         if dtype not in DTYPE_BITS:
             unknown.add(kind)
             continue
-        sizes[kind], aligns[kind] = kind_size(kind)
-    clean = Clean(index=index, kinds=kinds, begins=[], ends=[], metadata=metadata, parse=parse_kind)
+        sizes[kind], aligns[kind] = _size(dtype, shape)
+    clean = Clean(index, kinds, metadata)
+    column = None
     if unknown:
         # An unknown dtype is the entry's only finding (names are clean, the
         # shape and offsets are u64s); the rows go on to the layout check
-        # without a size, as the exact path leaves them.
+        # without a size, as the exact path leaves them.  For the running
+        # sums below, a row's declared span stands for its size (the exact
+        # path checks no size there either).
         bad = list(compress(range(k), map(unknown.__contains__, kinds)))
         clean.unknown = _unknown_dtypes(text, start, names, kinds, offsets_list, bad=bad)
         clean.names = names
         clean.kinds = list(kinds)
         clean.index = dict(index)
+        sizes[None] = 0
+        aligns[None] = 1
         for i in bad:
             clean.kinds[i] = None
             del clean.index[names[i]]
+        if min(sizes.values()) >= 0:
+            column = list(map(sizes.__getitem__, clean.kinds))
+            for i in bad:
+                begin, end = map(int, offsets_list[i].split(","))
+                column[i] = end - begin
+    elif min(sizes.values()) >= 0:
+        column = list(map(sizes.__getitem__, kinds))
     # Contiguous, and every span equal to its size: then the ends are the
     # running sums of the sizes and each begin is the previous end.  The
-    # offsets text must be exactly those numbers, spelled canonically.
-    if not unknown and min(sizes.values()) >= 0:
-        ends = list(accumulate(map(sizes.__getitem__, kinds)))
-        begins = [0, *ends[:-1]]
-        # One str() of the interleaved numbers, not a format call per
-        # tensor: "0,64;64,128" reads "[0, 64, 64, 128]" once respelled.
-        spelled = "[" + offsets.replace(";", ",").replace(",", ", ") + "]"
-        if str(list(chain.from_iterable(zip(begins, ends, strict=True)))) == spelled:
+    # offsets text must be exactly those numbers, spelled canonically, and
+    # the last (the largest) a u64: one past 2^64-1 is offsets-invalid.
+    if column is not None and min(column) >= 0:
+        ends = list(accumulate(column))
+        numbers = offsets.replace(";", ",").split(",")
+        if (
+            numbers[0] == "0"
+            and ends[-1] <= U64_MAX
+            and numbers[1::2] == list(map(str, ends))
+            and numbers[2::2] == numbers[1:-1:2]
+        ):
+            begins = [0, *ends[:-1]]
             clean.begins, clean.ends = begins, ends
             # data_start is a multiple of 8 and every alignment divides 8.
             clean.checked = PREFIX_LEN + header_size + ends[-1] == file_size and (
-                max(aligns.values()) == 1 or not any(map(mod, begins, map(aligns.__getitem__, kinds)))
+                max(aligns.values()) == 1 or not any(map(mod, begins, map(aligns.__getitem__, clean.kinds)))
             )
             return clean
     # A layout finding: the offsets as numbers, for validator._layout.
     if _OFFSETS.fullmatch(offsets) is None:
         return None  # a 20-digit offset: the exact path says what it is
-    numbers = list(map(int, offsets.replace(";", ",").split(",")))
-    clean.begins, clean.ends = numbers[0::2], numbers[1::2]
+    ints = list(map(int, offsets.replace(";", ",").split(",")))
+    clean.begins, clean.ends = ints[0::2], ints[1::2]
     clean.checked = False
     return clean
 
@@ -294,6 +305,10 @@ _SHORT_SHAPE: Final = 64
 def kind_size(kind: str) -> tuple[int, int]:
     """(bytes or OVERFLOW or MISALIGNED, alignment) of a valid kind column value."""
     dtype, shape = kind.split(_KIND_CUT)
+    return _size(dtype, shape)
+
+
+def _size(dtype: str, shape: str) -> tuple[int, int]:
     if len(shape) <= _SHORT_SHAPE:  # a few dimensions: int() each, in C
         return size_of(dtype, map(int, shape.split(",")) if shape else ())
     # Dimensions of 1 change nothing: a shape of only ones (no "11", nothing
