@@ -78,6 +78,7 @@ _METADATA_SCAN: Final = json.JSONDecoder(object_pairs_hook=_Pairs, parse_constan
 # the text is not ASCII.
 _ASCII_SUSPICIOUS: Final = tuple(c for c in map(chr, range(0x20, 0x80)) if SUSPICIOUS.match(c))
 _STR: Final = {str}
+_LONG_PADDING: Final = 4096
 # Above this many tensors, the kind column shares one string per kind.
 _SHARE_KINDS: Final = 64
 
@@ -161,6 +162,13 @@ def clean_table(text: str, header_size: int, file_size: int, *, probed: bool = F
         return None  # not even the first entry is canonical: spare the split
     if not probed and len(text) - start > _PROBE_ABOVE and not _probe(text[start : start + _PROBE]):
         return None
+    # A long run of padding is checked by one count and cut off, so that
+    # the split below does not try a match at every one of its spaces.
+    close = text.rfind("}")
+    if len(text) - close > _LONG_PADDING:
+        if text.count(" ", close + 1) != len(text) - close - 1:
+            return None
+        text = text[: close + 1]
     body = text[start:] if start > _CUT_METADATA else text
     if body.isascii():
         if any(map(body.__contains__, _ASCII_SUSPICIOUS)):
@@ -174,7 +182,7 @@ def clean_table(text: str, header_size: int, file_size: int, *, probed: bool = F
         not k
         or parts[0] != (text[:start] if body is text else "")
         or parts[_GROUPS:-1:_GROUPS].count("") != k - 1
-        or parts[-1].strip(" ")
+        or parts[-1].count(" ") != len(parts[-1])  # str.strip(" ") tests each character by a call
     ):
         return None
     terms = parts[4::_GROUPS]
@@ -335,19 +343,23 @@ _GATE_SIZE: Final = 1 << 19
 _HOLD_ONCE: Final = 1 << 24
 
 
-_FIRST_ENTRY: Final = re.compile(rb'\{"[^"\\\x00-\x1f]{0,4096}+":\{"dtype":"')
+# The whole first entry, loosely (as _ENTRY), so that a header whose first
+# entry has another field is not decoded for nothing.
+_FIRST_ENTRY: Final = re.compile(
+    rb'\{"[^"\\\x00-\x1f]{0,4096}+":\{"dtype":"[^"]{0,64}+","shape":\[[0-9,]*+\],"data_offsets":\[[0-9]++,[0-9]++\]\}[,}]'
+)
 
 
-def _looks_plain(header: bytes) -> bool:
-    """At most two arrays and a few keys per entry: no long value to split around.
+def _looks_plain(header: bytes, end: int) -> bool:
+    """At most two arrays and a few keys per entry in ``header[:end]``: no long value to split around.
 
     (The metadata map is read by the C scanner, which builds it whole.)
     """
     # Single bytes are counted (a two-byte needle costs twice as much); a
     # colon or bracket inside a name only makes the gate stricter.  Nested
     # arrays anywhere fail the bracket count.
-    entries = header.count(b'"data_offsets"')
-    return header.count(b":") <= 4 * entries + 1024 and header.count(b"[") <= 2 * entries
+    entries = header.count(b'"data_offsets"', 0, end)
+    return header.count(b":", 0, end) <= 4 * entries + 1024 and header.count(b"[", 0, end) <= 2 * entries
 
 
 def fast_table(holder: list[bytes], header_size: int, file_size: int) -> Clean | None:
@@ -364,24 +376,42 @@ def fast_table(holder: list[bytes], header_size: int, file_size: int) -> Clean |
     metadata = header.startswith(b'{"__metadata__":')
     if not metadata and _FIRST_ENTRY.match(header) is None:
         return None  # the first entry is not canonical: spare the decoding
-    if len(header) > _GATE_SIZE and not _looks_plain(header):
+    # A long run of padding is checked by one count (canonical text ends
+    # with "}" and spaces), then left out of the gates, the decoding and the
+    # split.
+    end = header.rfind(b"}") + 1
+    pad = len(header) - end
+    if pad <= _LONG_PADDING:
+        end, pad = len(header), 0
+    elif header.count(b" ", end) != pad:
+        return None
+    if end > _GATE_SIZE and not _looks_plain(header, end):
         return None
     # A cut character at the end of the probe only costs the probe an entry.
-    probed = not metadata and len(header) > _PROBE_ABOVE
+    probed = not metadata and end > _PROBE_ABOVE
     if probed and not _probe(header[1:_PROBE].decode("utf-8", "ignore")):
         return None
-    if header.isascii():
-        text = header.decode("ascii")
-    else:
-        try:
-            text = header.decode("utf-8")
-        except UnicodeDecodeError:
-            return None
+    text = _text(header, end)
+    if text is None:
+        return None
     if len(header) <= _HOLD_ONCE:
         return clean_table(text, header_size, file_size, probed=probed)
     holder.clear()
     del header
     clean = clean_table(text, header_size, file_size, probed=probed)
     if clean is None:
-        holder.append(text.encode("utf-8"))  # exact: the text came from valid UTF-8
+        # Exact: the text came from valid UTF-8, and the cut run was spaces.
+        holder.append(text.encode("utf-8") + b" " * pad if pad else text.encode("utf-8"))
     return clean
+
+
+def _text(header: bytes, end: int) -> str | None:
+    """``header[:end]`` decoded, without a copy of the bytes; None if it is not UTF-8."""
+    codec = "ascii" if header.isascii() else "utf-8"
+    try:
+        if end == len(header):
+            return header.decode(codec)
+        with memoryview(header) as whole, whole[:end] as view:
+            return str(view, codec)
+    except UnicodeDecodeError:
+        return None
