@@ -613,3 +613,17 @@ def test_long_strings_and_padding_stay_within_four_times_the_header(name: str, t
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert json.loads(proc.stdout) == slugs
+
+
+@pytest.mark.parametrize("char", ["\x00", "\x01", "\t", "\n", "\x1f"])
+@pytest.mark.parametrize("where", ["dtype", "name"])
+def test_a_raw_control_character_in_a_canonical_string_is_json_string(char: str, where: str) -> None:
+    # The canonical tier's dtype class once took raw control characters, and
+    # reported dtype-unknown where the exact path (and safetensors) refuse
+    # the JSON string.
+    name, dtype = ("a", f"F{char}32") if where == "dtype" else (f"a{char}", "F32")
+    blob = _file(f'{{"{name}":{{"dtype":"{dtype}","shape":[1],"data_offsets":[0,4]}}}}', b"\0" * 4)
+    _same_everywhere(blob)
+    [finding] = validator.validate(blob).findings
+    assert finding.slug == "json-string"
+    assert finding.offset == 8 + blob[8:].index(char.encode())

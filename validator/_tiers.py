@@ -38,8 +38,9 @@ from __future__ import annotations
 import enum
 import json
 import re
-from itertools import accumulate, compress, repeat
-from operator import add, mod
+from itertools import accumulate, compress
+from math import gcd
+from operator import mod
 from typing import Any, Final
 
 from validator._dtypes import DTYPE_BITS
@@ -52,8 +53,9 @@ from validator._rules import PREFIX_LEN
 # One entry, loosely: the name, then dtype and shape as one "kind" group,
 # then the two offsets as one group, then "," or "}".  The loose classes
 # keep the regex fast; the kinds and offsets are checked strictly after.
+# Neither string takes a raw control character (JSON refuses one there).
 _ENTRY: Final = re.compile(
-    r'"([^"\\\x00-\x1f]*)":\{"dtype":"([^"]*","shape":\[[0-9,]*)\],"data_offsets":\[([0-9]+,[0-9]+)\]\}([,}])'
+    r'"([^"\\\x00-\x1f]*+)":\{"dtype":"([^"\\\x00-\x1f]*+","shape":\[[0-9,]*+)\],"data_offsets":\[([0-9]++,[0-9]++)\]\}([,}])'
 )
 _GROUPS: Final = 5  # the gap before a match plus its four groups
 _KIND_CUT: Final = '","shape":['  # splits a kind group into dtype and shape
@@ -61,7 +63,6 @@ _INT: Final = r"(?:0|[1-9][0-9]{0,18})"  # at most 19 ASCII digits: always below
 _DIMS: Final = re.compile(f"(?:{_INT}(?:,{_INT})*+)?")  # possessive: no backtracking state per dimension
 _NOT_ONE: Final = re.compile("(?<![0-9])(?!1(?![0-9]))[0-9]+")
 _CUT_METADATA: Final = 4096
-_OFFSETS: Final = re.compile(f"{_INT},{_INT}(?:;{_INT},{_INT})*+")
 
 
 class _Pairs(list):  # type: ignore[type-arg]
@@ -196,13 +197,12 @@ def clean_table(text: str, header_size: int, file_size: int, *, probed: bool = F
         return None
     kinds = parts[2::_GROUPS]
     offsets_list = parts[3::_GROUPS]
-    offsets = ";".join(offsets_list)
     del parts  # memory: the columns above are all that is kept
-    distinct = dict(zip(kinds, kinds))  # noqa: B905 - the same list twice
+    distinct = dict.fromkeys(kinds)
     if k > _SHARE_KINDS:
         # One string object per distinct kind (memory: 100,000 tensors share
         # a few dozen kinds).
-        kinds = list(map(distinct.__getitem__, kinds))
+        kinds = list(map({kind: kind for kind in distinct}.__getitem__, kinds))
     sizes: dict[str | None, int] = {}
     aligns: dict[str | None, int] = {}
     unknown = set()
@@ -214,57 +214,57 @@ def clean_table(text: str, header_size: int, file_size: int, *, probed: bool = F
             unknown.add(kind)
             continue
         sizes[kind], aligns[kind] = _size(dtype, shape)
+    # The offsets as numbers, in one C call; the pattern took only digits,
+    # so json refuses only leading zeros and numbers past int()'s digit limit.
+    offsets_list[0] = "[" + offsets_list[0]
+    offsets_list[-1] += "]"
+    try:
+        numbers = json.loads(",".join(offsets_list))
+    except ValueError:
+        return None  # the exact path says what the number is
+    del offsets_list
     clean = Clean(index, kinds, metadata)
-    column = None
+    spans = list(sizes.values())  # what the running sums add up, by kind
     if unknown:
         # An unknown dtype is the entry's only finding (names are clean, the
         # shape and offsets are u64s); the rows go on to the layout check
         # without a size, as the exact path leaves them.  For the running
         # sums below, a row's declared span stands for its size (the exact
         # path checks no size there either).
-        bad = list(compress(range(k), map(unknown.__contains__, kinds)))
-        clean.unknown = _unknown_dtypes(text, start, names, kinds, offsets_list, bad=bad)
+        bad = _rows_of(kinds, unknown)
+        clean.unknown = _unknown_dtypes(text, start, names, kinds, bad)
         clean.names = names
-        clean.kinds = list(kinds)
-        clean.index = dict(index)
         sizes[None] = 0
         aligns[None] = 1
         for i in bad:
-            clean.kinds[i] = None
-            del clean.index[names[i]]
-        if min(sizes.values()) >= 0:
-            column = list(map(sizes.__getitem__, clean.kinds))
-            for i in bad:
-                begin, end = map(int, offsets_list[i].split(","))
-                column[i] = end - begin
-    elif min(sizes.values()) >= 0:
+            kinds[i] = None
+            del index[names[i]]
         column = list(map(sizes.__getitem__, kinds))
+        for i in bad:
+            column[i] = numbers[2 * i + 1] - numbers[2 * i]
+            spans.append(column[i])
+    else:
+        column = list(map(sizes.__getitem__, kinds))
+    begins, ends = numbers[0::2], numbers[1::2]
+    clean.begins, clean.ends = begins, ends
     # Contiguous, and every span equal to its size: then the ends are the
-    # running sums of the sizes and each begin is the previous end.  The
-    # offsets text must be exactly those numbers, spelled canonically, and
-    # the last (the largest) a u64: one past 2^64-1 is offsets-invalid.
-    if column is not None and min(column) >= 0:
-        ends = list(accumulate(column))
-        numbers = offsets.replace(";", ",").split(",")
-        if (
-            numbers[0] == "0"
-            and ends[-1] <= U64_MAX
-            and numbers[1::2] == list(map(str, ends))
-            and numbers[2::2] == numbers[1:-1:2]
-        ):
-            begins = [0, *ends[:-1]]
-            clean.begins, clean.ends = begins, ends
-            # data_start is a multiple of 8 and every alignment divides 8.
-            clean.checked = PREFIX_LEN + header_size + ends[-1] == file_size and (
-                max(aligns.values()) == 1 or not any(map(mod, begins, map(aligns.__getitem__, clean.kinds)))
-            )
-            return clean
-    # A layout finding: the offsets as numbers, for validator._layout.
-    if _OFFSETS.fullmatch(offsets) is None:
-        return None  # a 20-digit offset: the exact path says what it is
-    ints = list(map(int, offsets.replace(";", ",").split(",")))
-    clean.begins, clean.ends = ints[0::2], ints[1::2]
-    clean.checked = False
+    # running sums of the sizes and each begin is the previous end; every
+    # number lies between 0 and the last end, a u64 (one past 2^64-1 is
+    # offsets-invalid, which the exact path reports).
+    if min(spans) >= 0 and ends == list(accumulate(column)) and begins[0] == 0 and begins[1:] == ends[:-1]:
+        if ends[-1] > U64_MAX:
+            return None
+        # data_start is a multiple of 8 and every alignment divides 8; every
+        # begin is a sum of sizes, so a common divisor of the sizes that the
+        # largest alignment divides proves every tensor aligned.
+        top = max(aligns.values())
+        clean.checked = PREFIX_LEN + header_size + ends[-1] == file_size and (
+            top == 1 or gcd(*spans) % top == 0 or not any(map(mod, begins, map(aligns.__getitem__, kinds)))
+        )
+        return clean
+    if max(numbers) > U64_MAX:
+        return None
+    clean.checked = False  # a layout finding: validator._layout reports it from the columns
     return clean
 
 
@@ -272,23 +272,43 @@ _PROBE: Final = 1 << 14  # enough entries to see a repeated name
 # Only headers above this are probed: below it a wasted split costs less
 # than the probe does on every valid header.
 _PROBE_ABOVE: Final = 1 << 20
-_ENTRY_FIXED: Final = len('"":{"dtype":"],"data_offsets":[]}') + 1  # an entry's text besides its groups
 _TO_DTYPE: Final = len('"":{"dtype":')  # from an entry's start to its dtype's opening quote, besides the name
 
 
+def _rows_of(kinds: list[Any], unknown: set[str]) -> list[int]:
+    """The rows whose kind is in ``unknown``, in order."""
+    if len(kinds) <= _SHARE_KINDS or len(unknown) > _FEW:
+        return list(compress(range(len(kinds)), map(unknown.__contains__, kinds)))
+    # Shared kind strings: list.index compares identities first, in C.
+    rows = []
+    for kind in unknown:
+        i = -1
+        try:
+            while True:
+                i = kinds.index(kind, i + 1)
+                rows.append(i)
+        except ValueError:
+            pass
+    return sorted(rows)
+
+
+_FEW: Final = 8
+
+
 def _unknown_dtypes(
-    text: str, start: int, names: list[str], kinds: list[str], offsets: list[str], *, bad: list[int]
+    text: str, start: int, names: list[str], kinds: list[str], bad: list[int]
 ) -> list[tuple[str, str, int]]:
     """(name, dtype, byte offset in the header of the dtype's string) for the rows ``bad``, in order."""
-    # Entry i starts at `start` plus the lengths of the entries before it.
-    lengths = map(add, map(add, map(len, names), map(len, kinds)), map(len, offsets))
-    starts = list(accumulate(map(add, lengths, repeat(_ENTRY_FIXED)), initial=start))
     out = []
+    at = start
     done_chars = done_bytes = 0  # a prefix of the text whose UTF-8 length is known
     ascii_text = text.isascii()
     for i in bad:
         name = names[i]
-        c = starts[i] + _TO_DTYPE + len(name)
+        # The entry's key: names are unique and plain, and in canonical text
+        # '":{"dtype":"' follows nothing but a tensor name.
+        at = text.find(f'"{name}":{{"dtype":"', at)
+        c = at + _TO_DTYPE + len(name)
         if not ascii_text:
             done_bytes += len(text[done_chars:c].encode("utf-8"))
             done_chars = c
@@ -346,7 +366,7 @@ _HOLD_ONCE: Final = 1 << 24
 # The whole first entry, loosely (as _ENTRY), so that a header whose first
 # entry has another field is not decoded for nothing.
 _FIRST_ENTRY: Final = re.compile(
-    rb'\{"[^"\\\x00-\x1f]{0,4096}+":\{"dtype":"[^"]{0,64}+","shape":\[[0-9,]*+\],"data_offsets":\[[0-9]++,[0-9]++\]\}[,}]'
+    rb'\{"[^"\\\x00-\x1f]{0,4096}+":\{"dtype":"[^"\\\x00-\x1f]{0,64}+","shape":\[[0-9,]*+\],"data_offsets":\[[0-9]++,[0-9]++\]\}[,}]'
 )
 
 
