@@ -9,7 +9,7 @@ import gc
 import io
 import os
 import stat
-from typing import IO, TYPE_CHECKING, Final, Union
+from typing import IO, TYPE_CHECKING, Final, TypeAlias, Union
 
 from validator._check import MAX_PER_RULE, Checker
 from validator._entries import read_dtype
@@ -29,6 +29,8 @@ Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, IO[bytes]]
 _ALL: Final = Tier.ALL
 _CANONICAL: Final = Tier.CANONICAL
 _SCAN: Final = Tier.SCAN
+_STRICT: Final = Profile.STRICT
+_REFERENCE: Final = Profile.REFERENCE
 
 
 def _profile(profile: Profile | str) -> Profile:
@@ -57,12 +59,43 @@ def check_buffer(
     Tier.SCAN the tree path is the exact path); ``answered``, when given,
     receives the tier that did: Tier.CANONICAL, Tier.SCAN or Tier.NONE.
     """
+    out, n, tensors, metadata = _checked(prefix, read_header, file_size, tiers, answered)
+    return _report(out, profile, file_size, n, path, tensors, metadata)
+
+
+def both_profiles(data: bytes) -> tuple[Report, Report]:
+    """``validate(data)`` under the strict and the reference profile, from one check of the bytes.
+
+    A profile only filters the findings (``_report``), so the two reports
+    equal those of two validate() calls; the fuzz harness, which uses this,
+    compares them with separate calls on a sample of inputs.
+    """
+    out, n, tensors, metadata = _checked(
+        data[:PREFIX_LEN], lambda k: data[PREFIX_LEN : PREFIX_LEN + k], len(data), _ALL, None
+    )
+    return (
+        _report(out, _STRICT, len(data), n, None, tensors, metadata),
+        _report(out, _REFERENCE, len(data), n, None, tensors, metadata),
+    )
+
+
+_Checked: TypeAlias = "tuple[Checker, int | None, TensorTable | None, dict[str, str] | None]"
+
+
+def _checked(
+    prefix: bytes,
+    read_header: Callable[[int], bytes],
+    file_size: int,
+    tiers: Tier,
+    answered: list[Tier] | None,
+) -> _Checked:
+    """The findings, the header size, the table and the metadata."""
     # A header of many tensors allocates many small, acyclic containers;
     # the cyclic collector would only rescan them, so it pauses meanwhile.
     paused = gc.isenabled()
     gc.disable()
     try:
-        return _check(prefix, read_header, file_size, profile, path=path, tiers=tiers, answered=answered)
+        return _check(prefix, read_header, file_size, tiers, answered)
     finally:
         if paused:
             gc.enable()
@@ -72,12 +105,9 @@ def _check(
     prefix: bytes,
     read_header: Callable[[int], bytes],
     file_size: int,
-    profile: Profile,
-    *,
-    path: str | None,
     tiers: Tier,
     answered: list[Tier] | None,
-) -> Report:
+) -> _Checked:
     out = Checker(limit=MAX_PER_RULE)
     n = check_prefix(prefix, file_size, out, read_header)
     table = None
@@ -95,7 +125,7 @@ def _check(
                 read_dtype(name, dtype, PREFIX_LEN + at, out)
             if not clean.checked:
                 check_layout(clean.layout(), n, file_size, out)
-            return _report(out, profile, file_size, n, path, clean.tensors(), clean.metadata)
+            return out, n, clean.tensors(), clean.metadata
         scan = tiers is _ALL or bool(tiers & _SCAN)
         if answered is not None:
             answered.append(Tier.SCAN if scan else Tier.NONE)
@@ -105,12 +135,10 @@ def _check(
         del header
         if table is not None:
             check_layout(table.layout(), n, file_size, out)
-    tensors = None
-    metadata = None
-    if table is not None:
-        tensors = TensorTable(table.good(), table.kinds, table.begins, table.ends, parse_kind)  # type: ignore[arg-type]
-        metadata = table.metadata
-    return _report(out, profile, file_size, n, path, tensors, metadata)
+    if table is None:
+        return out, n, None, None
+    tensors = TensorTable(table.good(), table.kinds, table.begins, table.ends, parse_kind)  # type: ignore[arg-type]
+    return out, n, tensors, table.metadata
 
 
 def _report(  # noqa: PLR0917 - positional: called once per validate(), on the hot path
