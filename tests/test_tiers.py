@@ -627,3 +627,25 @@ def test_a_raw_control_character_in_a_canonical_string_is_json_string(char: str,
     [finding] = validator.validate(blob).findings
     assert finding.slug == "json-string"
     assert finding.offset == 8 + blob[8:].index(char.encode())
+
+
+@pytest.mark.parametrize("count", [9_000, 40_000, 60_001, 100_003])
+def test_the_sampled_gate_admits_long_plain_tables(count: int) -> None:
+    # Above three times _GATE_SIZE, the gate counts the first and the last
+    # _GATE_SIZE bytes only; its ranges cut entries anywhere, which must not
+    # refuse a plain table (a refusal only costs time, so only the answering
+    # tier shows it).
+    for name in ("t{}", "model.layers.{}.self_attn.q_proj.weight", "x-{}-\u00e9"):
+        blob = _file("{" + _entries_text(count, name) + "}", b"\0" * (4 * count))
+        assert (len(blob) > 3 * _tiers._GATE_SIZE) is (count > 9_000)
+        answered, (findings, *_) = _run(blob, "strict", Tier.ALL)
+        assert (answered, findings) == (Tier.CANONICAL, ()), name
+
+
+def test_the_sampled_gate_refuses_what_the_whole_gate_refuses_at_its_ends() -> None:
+    plain = _entries_text(30_000)
+    nested = ',"z":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"x":' + "[" * 100 + "]" * 100 + "}"
+    for text in ("{" + plain + nested + "}", "{" + ENTRY.format("a", 0, 4) + nested + "," + plain[1:] + "}"):
+        blob = _file(text, b"\0" * 4)
+        n = len(blob) - 12
+        assert not _tiers._gated(blob[8 : 8 + n], n, metadata=False)

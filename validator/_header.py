@@ -272,9 +272,16 @@ class _Reader:
         buf = self.buf
         rows = _ENTRY.findall(buf, start, end)
         raw, dtypes, shapes, begins, ends = zip(*rows, strict=True)
-        names = list(map(_decode, raw)) if buf.find(b"\\", start, end) >= 0 else [r[1:-1].decode() for r in raw]
+        if buf.find(b"\\", start, end) >= 0:
+            names = list(map(_decode, raw))
+            text = " ".join(names)
+        else:
+            # No quote inside a plain name: the quoted names end to end are
+            # the names joined by '""', decoded at once.
+            text = b"".join(raw)[1:-1].decode()
+            names = text.split('""')
         known = list(map(_DTYPE_OF.get, dtypes))
-        if "__metadata__" in names or None in known or "" in names or SUSPICIOUS.search(" ".join(names)) is not None:
+        if "__metadata__" in names or None in known or "" in names or SUSPICIOUS.search(text) is not None:
             return self.slow_run(start, end)
         index = self.table.index
         repeats = len(set(names)) != len(names) or not index.keys().isdisjoint(names)

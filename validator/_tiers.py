@@ -370,16 +370,28 @@ _FIRST_ENTRY: Final = re.compile(
 )
 
 
-def _looks_plain(header: bytes, end: int) -> bool:
-    """At most two arrays and a few keys per entry in ``header[:end]``: no long value to split around.
+def _looks_plain(header: bytes, start: int, end: int) -> bool:
+    """At most two arrays and a few keys per entry in ``header[start:end]``: no long value to split around."""
+    # A colon or bracket inside a name only makes the gate stricter.  Nested
+    # arrays anywhere fail the bracket count.  A cut through an entry at
+    # either end of the range may count its brackets but not its key.
+    entries = header.count(b'"data_offsets"', start, end)
+    return header.count(b":", start, end) <= 4 * entries + 1024 and header.count(b"[", start, end) <= 2 * entries + 4
 
-    (The metadata map is read by the C scanner, which builds it whole.)
+
+def _gated(header: bytes, end: int, *, metadata: bool) -> bool:
+    """Whether a long header looks like a plain table, by the counts of _looks_plain.
+
+    With metadata first the whole header is counted: the C scanner builds
+    the metadata map whole, so millions of pairs must not reach it.
+    Otherwise the first and the last _GATE_SIZE bytes are: what passes the
+    gate meets the split, which is linear, so a hostile middle costs one
+    failed split, while three counts of every byte cost a tenth of a valid
+    header's check.
     """
-    # Single bytes are counted (a two-byte needle costs twice as much); a
-    # colon or bracket inside a name only makes the gate stricter.  Nested
-    # arrays anywhere fail the bracket count.
-    entries = header.count(b'"data_offsets"', 0, end)
-    return header.count(b":", 0, end) <= 4 * entries + 1024 and header.count(b"[", 0, end) <= 2 * entries
+    if metadata or end <= 3 * _GATE_SIZE:
+        return _looks_plain(header, 0, end)
+    return _looks_plain(header, 0, _GATE_SIZE) and _looks_plain(header, end - _GATE_SIZE, end)
 
 
 def fast_table(holder: list[bytes], header_size: int, file_size: int) -> Clean | None:
@@ -405,11 +417,11 @@ def fast_table(holder: list[bytes], header_size: int, file_size: int) -> Clean |
         end, pad = len(header), 0
     elif header.count(b" ", end) != pad:
         return None
-    if end > _GATE_SIZE and not _looks_plain(header, end):
-        return None
     # A cut character at the end of the probe only costs the probe an entry.
     probed = not metadata and end > _PROBE_ABOVE
     if probed and not _probe(header[1:_PROBE].decode("utf-8", "ignore")):
+        return None
+    if end > _GATE_SIZE and not _gated(header, end, metadata=metadata):
         return None
     text = _text(header, end)
     if text is None:

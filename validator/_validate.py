@@ -30,6 +30,8 @@ _ALL: Final = Tier.ALL
 _CANONICAL: Final = Tier.CANONICAL
 _SCAN: Final = Tier.SCAN
 _STRICT: Final = Profile.STRICT
+# The profiles every rule applies to (strict): their findings need no filter.
+_EVERY_RULE: Final = frozenset(p for p in Profile if all(p in rule.profiles for rule in BY_SLUG.values()))
 _REFERENCE: Final = Profile.REFERENCE
 
 
@@ -151,7 +153,10 @@ def _report(  # noqa: PLR0917 - positional: called once per validate(), on the h
     metadata: dict[str, str] | None,
 ) -> Report:
     found = out.findings
-    findings = tuple(f for f in found if profile in f.rule.profiles) if found else ()
+    if profile in _EVERY_RULE:
+        findings = tuple(found)
+    else:
+        findings = tuple(f for f in found if profile in f.rule.profiles) if found else ()
     dropped = out.dropped
     suppressed = sum(count for slug, count in dropped.items() if BY_SLUG[slug].applies_to(profile)) if dropped else 0
     return report_of(profile, findings, file_size, n, tensors, metadata, path, suppressed)
