@@ -506,6 +506,8 @@ LONG_BODIES = {
     "escapes": LONG + "\\n\\u00e9" + LONG,
     "surrogate_pair": LONG + "\\ud83d\\ude00",
     "lone_surrogate": LONG + "\\ud83d" + LONG,
+    "lone_surrogate_upper_case": LONG + "\\n\\uDC00" + LONG,
+    "escaped_backslash_then_ud800": LONG + "\\\\ud800" + LONG,
     "bad_escape": LONG + "\\x41",
     "escaped_quote_far": LONG + '\\"' + LONG,
     "escaped_backslash_at_the_end": LONG + "\\\\",

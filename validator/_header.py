@@ -481,10 +481,9 @@ class _Reader:
         if plain:
             cut = buf[start:end].split(b'"')
             keys = cut[1::4]
-            rows = list(zip(keys, cut[3::4], strict=True))
-            chunk = dict(rows)
+            chunk = dict(zip(keys, cut[3::4]))  # noqa: B905 - a key and a value per pair, by the match
             decoded = {k.decode(): v.decode() for k, v in chunk.items()}
-            repeats = len(rows) - len(decoded) + len(decoded.keys() & result.keys())
+            repeats = len(keys) - len(decoded) + len(decoded.keys() & result.keys())
             if not repeats or self._saturated("duplicate-key", repeats):
                 result.update(decoded)
                 return

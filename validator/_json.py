@@ -258,7 +258,12 @@ def _long_string(buf: bytes, pos: int) -> tuple[str, int] | None:
         body = buf[pos + 1 : end - 1]
         return (body.decode("utf-8"), end) if _no_controls(body) else None
     value = _scan_pieces(buf, pos + 1, end - 1)
-    return None if value is None or _SURROGATE.search(value) is not None else (value, end)
+    if value is None:
+        return None
+    # A surrogate comes only from a \uD... escape; without one, no search.
+    if (buf.find(b"\\ud", pos, end) >= 0 or buf.find(b"\\uD", pos, end) >= 0) and _SURROGATE.search(value):
+        return None
+    return value, end
 
 
 def decode_string(buf: bytes, pos: int, base: int) -> tuple[str, int]:
