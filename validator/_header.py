@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from json.decoder import scanstring  # type: ignore[attr-defined]
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final
 
 from validator._check import Checker
 from validator._dtypes import DTYPE_BITS
@@ -49,13 +49,13 @@ from validator._json import (
     JsonError,
     _separator_error,
     decode_string,
-    parse,
     read_key,
     skip,
 )
-from validator._layout import Layout, size_of
 from validator._numbers import U64_MAX
+from validator._parse import parse
 from validator._rules import PREFIX_LEN
+from validator._table import _DIM, Table
 
 if TYPE_CHECKING:
     from validator._json import Json
@@ -98,7 +98,6 @@ _UNKNOWN_FAST: Final = re.compile(
     + rb"|true|false|null|\[\]|\{\}), ?){1,%d}+" % _CHUNK
 )  # fmt: skip
 _UNKNOWN_KEY: Final = re.compile(rb"(" + _FIELD_KEY + rb")" + _W + rb":" + _W + _SAFE_VALUE)
-_DIM: Final = re.compile(rb"[0-9]+")
 # A known field with the value every writer gives it: a plain string for
 # dtype, an array of integers of at most 20 digits for shape and
 # data_offsets (a u64 has at most 20; larger ones go to the exact parser).
@@ -109,7 +108,6 @@ _KNOWN_FIELD: Final = re.compile(
     rb'"(?:dtype"' + _W + rb":" + _W + rb'("[^"\\\x00-\x1f]*+")|(shape|data_offsets)"' + _W + rb":" + _W
     + rb"(\[" + _W + rb"((?:" + _INT20 + rb"(?:" + _W + rb"," + _W + _INT20 + rb")*+)?)" + _W + rb"\]))"
 )  # fmt: skip
-_NOT_ONE: Final = re.compile(rb"(?<![0-9])(?!1(?![0-9]))[0-9]+")
 _NOT_SPACE: Final = re.compile(rb"[^ ]")
 _DTYPE_OF: Final = {name.encode(): name for name in DTYPE_BITS}
 _KIND_OF_BYTE: Final = {0x7B: "object", 0x5B: "array", 0x22: "string", 0x74: "boolean", 0x66: "boolean", 0x6E: "null"}
@@ -122,92 +120,6 @@ def _decode(raw: bytes) -> str:
         return raw[1:-1].decode("utf-8")
     value: str = scanstring(raw.decode("utf-8"), 1, True)[0]  # noqa: FBT003 - a C function, positional only
     return value
-
-
-# A row's kind: (dtype, shape), the shape as a tuple or, for a regular
-# entry, as the text between its brackets.
-Kind: TypeAlias = "tuple[str, tuple[int, ...] | bytes]"
-
-
-def parse_kind(kind: Kind) -> tuple[str, tuple[int, ...]]:
-    """(dtype, shape) of a kind."""
-    dtype, shape = kind
-    if isinstance(shape, bytes):
-        return dtype, tuple(map(int, _DIM.findall(shape)))
-    return dtype, shape
-
-
-def kind_size(kind: Kind) -> tuple[int, int]:
-    """(bytes or OVERFLOW or MISALIGNED, alignment) of a kind."""
-    dtype, shape = kind
-    if isinstance(shape, bytes):
-        # Only dimensions other than 1 change the count: a shape of 50
-        # million ones costs one regex scan, not 50 million ints.
-        return size_of(dtype, (int(m.group()) for m in _NOT_ONE.finditer(shape)))
-    return size_of(dtype, shape)
-
-
-class Table:
-    """The header's tensors as columns, one row per entry in first-seen order.
-
-    A row holds the last definition of its name, as the reference keeps it.
-    ``bad`` lists the rows whose entry failed its own checks.
-    """
-
-    __slots__ = ("bad", "begins", "ends", "index", "kinds", "metadata", "names")
-
-    def __init__(self) -> None:
-        self.names: list[str] = []
-        self.kinds: list[Any] = []
-        self.begins: list[int | None] = []
-        self.ends: list[int | None] = []
-        self.bad: set[int] = set()
-        self.index: dict[str, int] = {}  # name -> row
-        self.metadata: dict[str, str] | None = None
-
-    def add(self, name: str, kind: Kind | None, begin: int | None, end: int | None, *, ok: bool) -> None:
-        row = self.index.get(name)
-        if row is None:
-            row = self.index[name] = len(self.names)
-            self.names.append(name)
-            self.kinds.append(kind)
-            self.begins.append(begin)
-            self.ends.append(end)
-        else:
-            self.kinds[row], self.begins[row], self.ends[row] = kind, begin, end
-            self.bad.discard(row)
-        if not ok:
-            self.bad.add(row)
-
-    def extend(self, names: list[str], kinds: list[Any], begins: list[int], ends: list[int], *, repeats: bool) -> None:
-        """Rows of entries that all passed their checks; ``repeats``: some name was seen before."""
-        index = self.index
-        if repeats:
-            # Repeated names: each distinct name once, with its last definition.
-            last = dict(zip(names, range(len(names)), strict=True))
-            for name, i in last.items():
-                self.add(name, kinds[i], begins[i], ends[i], ok=True)
-            return
-        row = len(self.names)
-        index.update(zip(names, range(row, row + len(names)), strict=True))
-        self.names += names
-        self.kinds += kinds
-        self.begins += begins
-        self.ends += ends
-
-    def layout(self) -> Layout:
-        return Layout(
-            self.names, begins=self.begins, ends=self.ends, kinds=self.kinds, parse=parse_kind, size=kind_size
-        )
-
-    def good(self) -> dict[str, int]:
-        """name -> row for the entries that passed their checks."""
-        if not self.bad:
-            return self.index
-        good = dict(self.index)
-        for row in self.bad:
-            del good[self.names[row]]
-        return good
 
 
 def _known_field(buf: bytes, pos: int, fields: dict[str, tuple[Json, int | None]]) -> int:

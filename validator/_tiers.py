@@ -16,7 +16,14 @@
 # unique, none empty, none suspicious (the rule's own regex), every dtype
 # known, every size computed by _layout.size_of (the reference's checked
 # arithmetic), offsets exactly the running sums of the sizes (contiguous,
-# in document order, no trailing bytes), every tensor aligned.
+# in document order, no trailing bytes, the last a u64), every tensor
+# aligned.  The offsets are read by one json.loads of their text.  A run
+# of more than 4 KiB of padding is checked by one count and cut off first.
+#
+# An unknown dtype is its entry's only finding: the entry is located by
+# find and left out of the table, and its declared span stands for its
+# size in the running sums, so a table that is otherwise clean needs no
+# walk of its layout.
 #
 # A layout-only problem (hole, overlap, trailing bytes, truncation, a size
 # that differs from its span, size overflow, misalignment) does not send

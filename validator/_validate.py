@@ -15,11 +15,12 @@ from validator._check import MAX_PER_RULE, Checker
 from validator._entries import read_dtype
 from validator._errors import InvalidFileError, SourceError
 from validator._findings import Report, TensorTable, report_of
-from validator._header import check_header, parse_kind
+from validator._header import check_header
 from validator._layout import check_layout
 from validator._prefix import check_prefix
 from validator._rules import BY_SLUG, PREFIX_LEN, Profile
 from validator._source import RegularFile, os_error, read_exact
+from validator._table import parse_kind
 from validator._tiers import Tier, fast_table
 
 if TYPE_CHECKING:
