@@ -21,6 +21,7 @@ from validator.cli import fuzz as _cmd_fuzz
 from validator.cli import main as _cli
 from validator.fuzz import harness as _fuzz_main
 from validator.fuzz import loader_under_test as _fuzz_yours
+from validator.fuzz import mutator
 from validator.fuzz import supervisor as _fuzz_runner
 from validator.fuzz import targets as _fuzz_targets
 from validator.fuzz.mutator import byte_mutate, mutate
@@ -179,6 +180,9 @@ def test_validate_target_catches_an_escaping_exception(monkeypatch):
     monkeypatch.setattr(_fuzz_targets, "validate", broken)
     with pytest.raises(KeyError):
         _fuzz_targets.target_validate(b"12345678")
+    monkeypatch.setattr(_fuzz_targets, "both_profiles", broken)
+    with pytest.raises(KeyError):
+        _fuzz_targets.fuzz_validate(b"12345678")
 
 
 def test_reference_class_refuses_an_unknown_message():
@@ -217,15 +221,30 @@ def test_mutator_output_is_varied_bounded_and_never_raises():
 def test_mutator_is_deterministic_per_seed_and_falls_back_to_bytes():
     data = seed_files()["y_two_tensors_metadata.safetensors"]
     assert mutate(data, 4096, 7) == mutate(data, 4096, 7)
-    garbage = b"\x05\x00\x00\x00\x00\x00\x00\x00{{{{{"
+    garbage = b"\x05\x00\x00\x00\x00\x00\x00\x00{[{[{" + b"data"
     calls = []
 
     def engine(buf: bytes, max_size: int) -> bytes:
-        calls.append(max_size)
+        calls.append((buf, max_size))
         return buf[::-1]
 
-    assert mutate(garbage, 100, 1, engine) == garbage[::-1]
-    assert calls == [100]
+    # Structure-aware (an input that does not decode) and header-bytes seeds:
+    # the engine mutates the header alone, and N is rewritten to fit.
+    for seed in (1, mutator.STRUCTURED, mutator.STRUCTURED + mutator.HEADER_BYTES - 1):
+        calls.clear()
+        assert mutate(garbage, 100, seed, engine) == b"\x05" + bytes(7) + b"{[{[{"[::-1] + b"data"
+        assert calls == [(b"{[{[{", 100 - 8 - 4)]
+    # An N that does not fit: the rest taken for the header, or all of it.
+    broken = b"\xff" * 8 + b"{[{"
+    calls.clear()
+    assert mutate(broken, 100, mutator.STRUCTURED, engine) == b"\x03" + bytes(7) + b"{[{"[::-1]
+    assert calls == [(b"{[{", 92)]
+    # Whole-input seeds, and inputs without 8 bytes: all of it.
+    assert mutator.STRUCTURED <= 0x100 % 100 < mutator.STRUCTURED + mutator.HEADER_BYTES  # a header-bytes seed
+    for seed, data_in in ((99, garbage), (0x100, broken), (50, b"\x01")):
+        calls.clear()
+        assert mutate(data_in, 100, seed, engine) == data_in[::-1]
+        assert calls == [(data_in, 100)]
     assert len(byte_mutate(b"x" * 100, 10, random.Random(1))) <= 10
 
 

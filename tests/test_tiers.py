@@ -15,46 +15,14 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from tier_cases import ENTRY, _entries_text, _file, _run, _same_everywhere
 
 import validator
-from validator import _entries, _header, _tiers
+from validator import _entries, _header, _table, _tiers
 from validator._rules import Profile
 from validator._tiers import Tier
-from validator._validate import check_buffer
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
-ENTRY = '"{}":{{"dtype":"F32","shape":[1],"data_offsets":[{},{}]}}'
-
-
-def _file(header: str | bytes, data: bytes = b"") -> bytes:
-    raw = header.encode() if isinstance(header, str) else header
-    raw += b" " * (-len(raw) % 8)
-    return struct.pack("<Q", len(raw)) + raw + data
-
-
-def _entries_text(count: int, name: str = "t{}") -> str:
-    return ",".join(ENTRY.format(name.format(i), 4 * i, 4 * i + 4) for i in range(count))
-
-
-def _run(blob: bytes, profile: str, tiers: Tier) -> tuple[Tier | None, tuple[object, ...]]:
-    answered: list[Tier] = []
-    r = check_buffer(blob[:8], lambda n: blob[8 : 8 + n], len(blob), Profile(profile), tiers=tiers, answered=answered)
-    tensors = None if r.tensors is None else dict(r.tensors.items())
-    metadata = None if r.metadata is None else dict(r.metadata)
-    return (answered[0] if answered else None), (r.findings, tensors, metadata, r.valid, r.suppressed)
-
-
-def _same_everywhere(blob: bytes) -> Tier | None:
-    """Assert every tier gives the tree path's report; return the tier that answered by default."""
-    tier = None
-    for profile in ("strict", "reference"):
-        _, oracle = _run(blob, profile, Tier.NONE)
-        for tiers in (Tier.SCAN, Tier.CANONICAL, Tier.ALL):
-            answered, got = _run(blob, profile, tiers)
-            assert got == oracle, (profile, tiers, blob[:200])
-            if tiers is Tier.ALL:
-                tier = answered
-    return tier
 
 
 # Small versions of the hostile benchmark shapes, each a valid or invalid file.
@@ -220,7 +188,7 @@ def test_neighbours_of_flagged_ranges_are_not_flagged() -> None:
 
 def test_size_arithmetic_has_one_source() -> None:
     # Both tiers size tensors through validator._layout.size_of.
-    for module in (_tiers, _header):
+    for module in (_tiers, _table):
         source = Path(module.__file__).read_text()  # type: ignore[arg-type]
         assert "size_of(" in source
         assert re.search(r"count \*= dim|\* bits\b", source) is None, module.__name__
@@ -269,3 +237,180 @@ def test_long_header_let_go_and_put_back_when_the_canonical_tier_declines() -> N
     assert metadata == {"k": value}
     assert tensors is not None
     assert list(tensors) == [name]
+
+
+# --- the small-file fast paths (issue 22) --------------------------------------
+
+FIELDS_IN_ANY_ORDER = [
+    '{"a":{"shape":[2],"dtype":"F32","data_offsets":[0,8]}}',
+    '{"a":{"data_offsets":[0,8],"shape":[2],"dtype":"F32"}}',
+    '{"a":{"data_offsets" : [ 0 , 8 ] ,\n "shape":[ 2 ],"dtype" :"F32"}}',
+    '{"a":{"shape":[],"data_offsets":[0,4],"dtype":"F32"}}',
+    '{"a":{"shape":[2],"shape":[2],"dtype":"F32","data_offsets":[0,8]}}',  # duplicate field
+    '{"a":{"shape":[2],"dtype":"F32","dtype":"F16","data_offsets":[0,8]}}',
+    '{"a":{"shape":[2],"dtype":"f32","data_offsets":[0,8]}}',  # unknown dtype
+    '{"a":{"shape":[2],"dtype":"F\u00e9","data_offsets":[0,8]}}',
+    '{"a":{"shape":[2],"dtype":"F32","data_offsets":[0,8,9]}}',
+    '{"a":{"shape":[2],"dtype":"F32","data_offsets":[0]}}',
+    '{"a":{"shape":[2],"dtype":"F32","data_offsets":[]}}',
+    '{"a":{"shape":[2],"dtype":"F32","data_offsets":[18446744073709551615,8]}}',  # 2^64-1: a u64
+    '{"a":{"shape":[2],"dtype":"F32","data_offsets":[18446744073709551616,8]}}',  # 2^64: not one
+    '{"a":{"shape":[99999999999999999999],"dtype":"F32","data_offsets":[0,8]}}',
+    '{"a":{"shape":[123456789012345678901],"dtype":"F32","data_offsets":[0,8]}}',  # 21 digits
+    '{"a":{"shape":[01],"dtype":"F32","data_offsets":[0,8]}}',
+    '{"a":{"shape":[2.0],"dtype":"F32","data_offsets":[0,8]}}',
+    '{"a":{"shape":[2e0],"dtype":"F32","data_offsets":[0,8]}}',
+    '{"a":{"shape":[-0],"dtype":"F32","data_offsets":[0,8]}}',
+    '{"a":{"shape":[2,],"dtype":"F32","data_offsets":[0,8]}}',
+    '{"a":{"shape":[2]"dtype":"F32","data_offsets":[0,8]}}',
+    '{"a":{"shape":[2],"dtype":"F32","data_offsets":[0,8]',
+    '{"a":{"shape":[2],"dtype":"F32","data_offsets":[0,8]]}',
+    '{"a":{"shape":[2],"dtype":"F32","data_offsets":[0,8],"x":1}}',
+    '{"a":{"shape":[2],"\\u0064type":"F32","data_offsets":[0,8]}}',
+    '{"a":{"shape":[2],"dtype":"F\\u0033\\u0032","data_offsets":[0,8]}}',
+    '{"a":{"shape":[2],"dtype":["F32"],"data_offsets":[0,8]}}',
+    '{"a":{"shape":[2],"dtype":"F32","data_offsets":[8,0]}}',
+]
+
+
+@pytest.mark.parametrize("header", FIELDS_IN_ANY_ORDER)
+def test_known_fields_in_any_order_agree_with_the_tree_path(header: str) -> None:
+    # _header.entry_object takes dtype, shape and data_offsets of a usual
+    # spelling by one regex; anything else goes through the exact parser.
+    assert _same_everywhere(_file(header, b"\0" * 8)) in {Tier.SCAN, None}
+
+
+DEEP_CLOSERS = [
+    '{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":' + "[" * 120 + "]" * 120 + "}}",
+    '{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":' + "[" * 125 + "]" * 125 + "}}",  # depth 127
+    '{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":' + "[" * 126 + "]" * 126 + "}}",  # depth 128
+    '{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":' + "[{" * 40 + '"k":1' + "}]" * 40 + "}}",
+    '{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":' + "[" * 50 + "]" * 49 + "}}}",  # mismatch
+    '{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":' + "[" * 50 + "]" * 51 + "}}",  # one too many
+    '{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":' + "[" * 50 + "] " * 50 + "}}",  # spaced
+    '{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":' + "[" * 50 + "]" * 50 + " }}",
+    '{"__metadata__":{"k":' + "[" * 100 + "]" * 100 + "}," + ENTRY.format("a", 0, 4) + "}",
+]
+
+
+@pytest.mark.parametrize("header", DEEP_CLOSERS)
+def test_closing_runs_past_the_skipped_value_agree_with_the_tree_path(header: str) -> None:
+    # _json.skip ends a value whose closing run goes on into the containers
+    # around it in one step instead of one bracket at a time.
+    _same_everywhere(_file(header, b"\0" * 4))
+
+
+@pytest.mark.parametrize(
+    "offsets",
+    [
+        "[0,4],[4,8]",
+        "[0,4],[4,9]",
+        "[0,04],[4,8]",  # a leading zero: not JSON
+        "[00,4],[4,8]",
+        "[0,4],[4,8]]",
+        "[0,4],[5,9]",
+        "[4,8],[0,4]",
+        "[0,4],[4,18446744073709551615]",
+        "[0,4],[4,18446744073709551616]",
+    ],
+)
+def test_canonical_offsets_spelling_agrees_with_the_tree_path(offsets: str) -> None:
+    # The canonical tier compares the offsets text with str() of the running
+    # sums, once for the whole table.
+    first, second = offsets.split("],[")
+    text = "{" + ENTRY.format("a", 0, 4).replace("[0,4]", first + "]") + ","
+    text += ENTRY.format("b", 4, 8).replace("[4,8]", "[" + second) + "}"
+    _same_everywhere(_file(text, b"\0" * 8))
+
+
+def test_long_shapes_take_the_ones_shortcut_and_agree() -> None:
+    for dims in (["1"] * 40, ["1"] * 30 + ["2"], ["2"] * 40, ["1", "11"] * 20, ["0"] + ["1"] * 40):
+        shape = ",".join(dims)
+        assert len(shape) > _tiers._SHORT_SHAPE or dims == ["1"] * 30 + ["2"]
+        expected = _tiers.size_of("F32", tuple(map(int, dims)))
+        assert _tiers.kind_size("F32" + _tiers._KIND_CUT + shape) == expected, shape
+
+
+def test_a_finding_free_report_equals_the_dataclass_construction() -> None:
+    from validator._findings import Report, TensorTable, report_of
+
+    table = TensorTable.of({"a": validator.TensorInfo("F32", (1,), (0, 4))})
+    for findings in ((), validator.validate(_file('{"a":1}')).findings):
+        args = (Profile.REFERENCE, findings, 12, 8, table, {"k": "v"}, "p", 3)
+        fast, slow = report_of(*args), Report(*args)
+        assert fast == slow
+        assert vars(fast) == vars(slow)
+        assert type(fast) is Report
+
+
+def _canonical(rows: list[tuple[str, str, str, str]], data: int, extra: int = 0) -> bytes:
+    """A canonical header of (name, dtype, shape, "begin,end") rows and ``data`` + ``extra`` data bytes."""
+    entries = [f'"{n}":{{"dtype":"{d}","shape":[{s}],"data_offsets":[{o}]}}' for n, d, s, o in rows]
+    return _file("{" + ",".join(entries) + "}", b"\0" * (data + extra))
+
+
+UNKNOWN_DTYPE_LAYOUTS = {
+    "middle": [("a", "F32", "2", "0,8"), ("b", "X9", "2", "8,16"), ("c", "F32", "1", "16,20")],
+    "first": [("a", "X9", "3", "0,5"), ("b", "U8", "1", "5,6")],
+    "last": [("a", "U8", "1", "0,1"), ("b", "f32", "", "1,9")],
+    "two_of_one_kind": [("a", "X9", "2", "0,3"), ("b", "U8", "1", "3,4"), ("c", "X9", "2", "4,40")],
+    "empty_span": [("a", "U8", "1", "0,1"), ("b", "X9", "7", "1,1"), ("c", "U8", "1", "1,2")],
+    "reversed_span": [("a", "U8", "1", "0,1"), ("b", "X9", "1", "5,1"), ("c", "U8", "1", "1,2")],
+    "hole_after": [("a", "U8", "1", "0,1"), ("b", "X9", "1", "1,3"), ("c", "U8", "1", "4,5")],
+    "overlap": [("a", "U8", "4", "0,4"), ("b", "X9", "1", "2,3"), ("c", "U8", "1", "3,4")],
+    "misaligned_after": [("a", "X9", "1", "0,3"), ("b", "F32", "1", "3,7")],
+    "leading_zero": [("a", "U8", "1", "0,1"), ("b", "X9", "1", "01,2")],
+    "past_u64": [("a", "U8", "1", "0,1"), ("b", "X9", "1", "1,18446744073709551616")],
+    "u64_max": [("a", "U8", "1", "0,1"), ("b", "X9", "1", "1,18446744073709551615")],
+    "wrong_size_elsewhere": [("a", "U8", "2", "0,1"), ("b", "X9", "1", "1,2")],
+}
+
+
+@pytest.mark.parametrize("name", list(UNKNOWN_DTYPE_LAYOUTS))
+@pytest.mark.parametrize("extra", [0, 3])
+def test_unknown_dtype_rows_on_the_running_sums_agree_with_the_tree_path(name: str, extra: int) -> None:
+    # The canonical tier takes an unknown dtype's declared span as its size
+    # in the running-sum check; every other layout goes to validator._layout.
+    rows = UNKNOWN_DTYPE_LAYOUTS[name]
+    end = max(int(o.split(",")[1]) for *_, o in rows)
+    blob = _canonical(rows, min(end, 64), extra)
+    assert _same_everywhere(blob) is Tier.CANONICAL or name in {"leading_zero", "past_u64", "u64_max"}
+
+
+def test_the_unknown_dtype_row_does_not_send_the_layout_to_the_walk(monkeypatch: pytest.MonkeyPatch) -> None:
+    def fail(*_: object, **__: object) -> None:
+        pytest.fail("the layout was walked")
+
+    monkeypatch.setattr("validator._validate.check_layout", fail)
+    report = validator.validate(_canonical(UNKNOWN_DTYPE_LAYOUTS["middle"], 20))
+    assert [(f.slug, f.tensor) for f in report.findings] == [("dtype-unknown", "b")]
+    assert list(report.tensors or {}) == ["a", "c"]
+
+
+def test_offsets_summing_past_u64_are_offsets_invalid_in_every_tier() -> None:
+    # Nine tensors of 2^61-1 bytes each: every size is a u64, their running
+    # sum is not.  The canonical tier once took the text for running sums and
+    # reported buffer-truncated (MetadataIncompleteBuffer); safetensors and
+    # the exact path read 2^64+ as a float: offsets-invalid.
+    size = 2**61 - 1
+    rows = [(f"t{i}", "U8", str(size), f"{i * size},{(i + 1) * size}") for i in range(9)]
+    blob = _canonical(rows, 0)
+    _same_everywhere(blob)
+    report = validator.validate(blob, profile="reference")
+    assert report.first_error is not None
+    assert (report.first_error.slug, report.first_error.tensor) == ("offsets-invalid", "t8")
+    assert report.reference_error == "InvalidHeaderDeserialization"
+
+
+@pytest.mark.parametrize("char", ["\x00", "\x01", "\t", "\n", "\x1f"])
+@pytest.mark.parametrize("where", ["dtype", "name"])
+def test_a_raw_control_character_in_a_canonical_string_is_json_string(char: str, where: str) -> None:
+    # The canonical tier's dtype class once took raw control characters, and
+    # reported dtype-unknown where the exact path (and safetensors) refuse
+    # the JSON string.
+    name, dtype = ("a", f"F{char}32") if where == "dtype" else (f"a{char}", "F32")
+    blob = _file(f'{{"{name}":{{"dtype":"{dtype}","shape":[1],"data_offsets":[0,4]}}}}', b"\0" * 4)
+    _same_everywhere(blob)
+    [finding] = validator.validate(blob).findings
+    assert finding.slug == "json-string"
+    assert finding.offset == 8 + blob[8:].index(char.encode())

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeVar
 
 from validator._display import finding_line
@@ -16,6 +16,10 @@ from validator._rules import PREFIX_LEN, Profile, Rule, Severity
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Sequence
+
+
+_ERROR: Final = Severity.ERROR  # a module global: an enum class attribute costs a lookup per use
+_WARNING: Final = Severity.WARNING
 
 
 @dataclass(frozen=True)
@@ -144,17 +148,17 @@ class ReportBase(Generic[F_co]):
     @property
     def errors(self) -> tuple[F_co, ...]:
         """The error findings, in check order."""
-        return tuple(f for f in self.findings if f.severity is Severity.ERROR)
+        return tuple(f for f in self.findings if f.severity is _ERROR)
 
     @property
     def warnings(self) -> tuple[F_co, ...]:
         """The warning findings, in check order."""
-        return tuple(f for f in self.findings if f.severity is Severity.WARNING)
+        return tuple(f for f in self.findings if f.severity is _WARNING)
 
     @property
     def first_error(self) -> F_co | None:
         """The first error in check order, or None."""
-        return next((f for f in self.findings if f.severity is Severity.ERROR), None)
+        return next((f for f in self.findings if f.severity is _ERROR), None)
 
 
 def _as_is(kind: tuple[str, tuple[int, ...]]) -> tuple[str, tuple[int, ...]]:
@@ -298,3 +302,65 @@ def strict_only_failure(reference_valid: bool | None, errors: Iterable[Finding])
     """True when safetensors 0.8.0 reads the file and an error is of a
     strict-only rule: then the text says REFERENCE_LOADS."""
     return reference_valid is True and any(not f.rule.applies_to(Profile.REFERENCE) for f in errors)
+
+
+_REPORT_ARGS: Final = (
+    "profile",
+    "findings",
+    "file_size",
+    "header_size",
+    "tensors",
+    "metadata",
+    "path",
+    "suppressed",
+    "reference_valid",
+    "_reference_error",
+)
+# Fields of Report that report_of does not take: their defaults.
+_REPORT_REST: Final = {f.name: f.default for f in fields(Report) if f.name not in _REPORT_ARGS}
+
+
+def report_of(  # noqa: PLR0917 - positional: the hot path of validate(), no keyword dict per call
+    profile: Profile,
+    findings: tuple[Finding, ...],
+    file_size: int,
+    header_size: int | None,
+    tensors: TensorTable | None,
+    metadata: Mapping[str, str] | None,
+    path: str | None,
+    suppressed: int,
+    reference_valid: bool | None,  # noqa: FBT001 - a verdict, positional on the hot path
+    reference_error: str | None,
+) -> Report:
+    """``Report(...)`` with these fields, built without a frozen setattr per field.
+
+    The hot path of validate(): a dataclass's frozen __init__ costs a
+    setattr through object.__setattr__ per field.  ``tensors`` must already
+    be a TensorTable (so __post_init__ has nothing to do); every other field
+    takes its default (a plain one: a default_factory would show as
+    MISSING).  tests/test_tiers.py checks the result equals Report's own
+    construction.
+    """
+    if path is not None and findings:
+        # As Report.__post_init__: the report names its file, so do its findings.
+        findings = tuple(
+            f if f.path is not None else Finding(f.rule, f.message, f.offset, f.tensor, f.json_path, path)
+            for f in findings
+        )
+    report: Report = object.__new__(Report)
+    values = report.__dict__
+    values.update(
+        profile=profile,
+        findings=findings,
+        file_size=file_size,
+        header_size=header_size,
+        tensors=tensors,
+        metadata=metadata,
+        path=path,
+        suppressed=suppressed,
+        reference_valid=reference_valid,
+        _reference_error=reference_error,
+    )
+    if _REPORT_REST:
+        values.update(_REPORT_REST)
+    return report

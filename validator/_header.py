@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from json.decoder import scanstring  # type: ignore[attr-defined]
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final
 
 from validator._check import Checker
 from validator._dtypes import DTYPE_BITS
@@ -49,12 +49,13 @@ from validator._json import (
     JsonError,
     _separator_error,
     decode_string,
-    parse,
     read_key,
     skip,
 )
-from validator._layout import Layout, size_of
+from validator._numbers import U64_MAX
+from validator._parse import parse
 from validator._rules import PREFIX_LEN
+from validator._table import _DIM, Table
 
 if TYPE_CHECKING:
     from validator._json import Json
@@ -97,8 +98,16 @@ _UNKNOWN_FAST: Final = re.compile(
     + rb"|true|false|null|\[\]|\{\}), ?){1,%d}+" % _CHUNK
 )  # fmt: skip
 _UNKNOWN_KEY: Final = re.compile(rb"(" + _FIELD_KEY + rb")" + _W + rb":" + _W + _SAFE_VALUE)
-_DIM: Final = re.compile(rb"[0-9]+")
-_NOT_ONE: Final = re.compile(rb"(?<![0-9])(?!1(?![0-9]))[0-9]+")
+# A known field with the value every writer gives it: a plain string for
+# dtype, an array of integers of at most 20 digits for shape and
+# data_offsets (a u64 has at most 20; larger ones go to the exact parser).
+# Groups: 1 dtype's string token, 2 the array field's name, 3 its array,
+# 4 the array's items.
+_INT20: Final = rb"(?:0|[1-9][0-9]{0,19}+)"
+_KNOWN_FIELD: Final = re.compile(
+    rb'"(?:dtype"' + _W + rb":" + _W + rb'("[^"\\\x00-\x1f]*+")|(shape|data_offsets)"' + _W + rb":" + _W
+    + rb"(\[" + _W + rb"((?:" + _INT20 + rb"(?:" + _W + rb"," + _W + _INT20 + rb")*+)?)" + _W + rb"\]))"
+)  # fmt: skip
 _NOT_SPACE: Final = re.compile(rb"[^ ]")
 _DTYPE_OF: Final = {name.encode(): name for name in DTYPE_BITS}
 _KIND_OF_BYTE: Final = {0x7B: "object", 0x5B: "array", 0x22: "string", 0x74: "boolean", 0x66: "boolean", 0x6E: "null"}
@@ -113,90 +122,28 @@ def _decode(raw: bytes) -> str:
     return value
 
 
-# A row's kind: (dtype, shape), the shape as a tuple or, for a regular
-# entry, as the text between its brackets.
-Kind: TypeAlias = "tuple[str, tuple[int, ...] | bytes]"
+def _known_field(buf: bytes, pos: int, fields: dict[str, tuple[Json, int | None]]) -> int:
+    """Read a first dtype, shape or data_offsets member of a usual spelling into ``fields``.
 
-
-def parse_kind(kind: Kind) -> tuple[str, tuple[int, ...]]:
-    """(dtype, shape) of a kind."""
-    dtype, shape = kind
-    if isinstance(shape, bytes):
-        return dtype, tuple(map(int, _DIM.findall(shape)))
-    return dtype, shape
-
-
-def kind_size(kind: Kind) -> tuple[int, int]:
-    """(bytes or OVERFLOW or MISALIGNED, alignment) of a kind."""
-    dtype, shape = kind
-    if isinstance(shape, bytes):
-        # Only dimensions other than 1 change the count: a shape of 50
-        # million ones costs one regex scan, not 50 million ints.
-        return size_of(dtype, (int(m.group()) for m in _NOT_ONE.finditer(shape)))
-    return size_of(dtype, shape)
-
-
-class Table:
-    """The header's tensors as columns, one row per entry in first-seen order.
-
-    A row holds the last definition of its name, as the reference keeps it.
-    ``bad`` lists the rows whose entry failed its own checks.
+    Returns the end of its value, or -1 when the member at ``pos`` is
+    anything else (the exact parser then reads it).
     """
-
-    __slots__ = ("bad", "begins", "ends", "index", "kinds", "metadata", "names")
-
-    def __init__(self) -> None:
-        self.names: list[str] = []
-        self.kinds: list[Any] = []
-        self.begins: list[int | None] = []
-        self.ends: list[int | None] = []
-        self.bad: set[int] = set()
-        self.index: dict[str, int] = {}  # name -> row
-        self.metadata: dict[str, str] | None = None
-
-    def add(self, name: str, kind: Kind | None, begin: int | None, end: int | None, *, ok: bool) -> None:
-        row = self.index.get(name)
-        if row is None:
-            row = self.index[name] = len(self.names)
-            self.names.append(name)
-            self.kinds.append(kind)
-            self.begins.append(begin)
-            self.ends.append(end)
-        else:
-            self.kinds[row], self.begins[row], self.ends[row] = kind, begin, end
-            self.bad.discard(row)
-        if not ok:
-            self.bad.add(row)
-
-    def extend(self, names: list[str], kinds: list[Any], begins: list[int], ends: list[int], *, repeats: bool) -> None:
-        """Rows of entries that all passed their checks; ``repeats``: some name was seen before."""
-        index = self.index
-        if repeats:
-            # Repeated names: each distinct name once, with its last definition.
-            last = dict(zip(names, range(len(names)), strict=True))
-            for name, i in last.items():
-                self.add(name, kinds[i], begins[i], ends[i], ok=True)
-            return
-        row = len(self.names)
-        index.update(zip(names, range(row, row + len(names)), strict=True))
-        self.names += names
-        self.kinds += kinds
-        self.begins += begins
-        self.ends += ends
-
-    def layout(self) -> Layout:
-        return Layout(
-            self.names, begins=self.begins, ends=self.ends, kinds=self.kinds, parse=parse_kind, size=kind_size
-        )
-
-    def good(self) -> dict[str, int]:
-        """name -> row for the entries that passed their checks."""
-        if not self.bad:
-            return self.index
-        good = dict(self.index)
-        for row in self.bad:
-            del good[self.names[row]]
-        return good
+    f = _KNOWN_FIELD.match(buf, pos)
+    if f is None:
+        return -1
+    if f.start(1) >= 0:
+        if "dtype" in fields:
+            return -1
+        fields["dtype"] = (f.group(1)[1:-1].decode(), _BASE + f.start(1))
+        return f.end()
+    field = f.group(2).decode()
+    dims = list(map(int, _DIM.findall(f.group(4))))
+    # No item of such an array can have a finding of its own, so no item
+    # offsets are recorded; one past 2^64-1 goes to the exact parser.
+    if field in fields or (dims and max(dims) > U64_MAX):
+        return -1
+    fields[field] = (dims, _BASE + f.start(3))  # type: ignore[assignment]  # list[int] is a list[Json]
+    return f.end()
 
 
 class _Reader:
@@ -237,9 +184,16 @@ class _Reader:
         buf = self.buf
         rows = _ENTRY.findall(buf, start, end)
         raw, dtypes, shapes, begins, ends = zip(*rows, strict=True)
-        names = list(map(_decode, raw)) if buf.find(b"\\", start, end) >= 0 else [r[1:-1].decode() for r in raw]
+        if buf.find(b"\\", start, end) >= 0:
+            names = list(map(_decode, raw))
+            text = " ".join(names)
+        else:
+            # No quote inside a plain name: the quoted names end to end are
+            # the names joined by '""', decoded at once.
+            text = b"".join(raw)[1:-1].decode()
+            names = text.split('""')
         known = list(map(_DTYPE_OF.get, dtypes))
-        if "__metadata__" in names or None in known or "" in names or SUSPICIOUS.search(" ".join(names)) is not None:
+        if "__metadata__" in names or None in known or "" in names or SUSPICIOUS.search(text) is not None:
             return self.slow_run(start, end)
         index = self.table.index
         repeats = len(set(names)) != len(names) or not index.keys().isdisjoint(names)
@@ -314,30 +268,20 @@ class _Reader:
         if pos < len(buf) and buf[pos] == 0x7D:
             return finish_entry(entry, fields, Locator(positions), out), pos + 1
         while True:
-            m = _UNKNOWN_FAST.match(buf, pos)
-            # In the compact form every '":' ends a key (no string there holds a quote).
-            count = -1 if m is None else buf.count(b'":', pos, m.end())
-            m = m or _UNKNOWN_RUN.match(buf, pos)
-            if m is not None:
-                pos = self.unknown_run(name, pos, m.end(), count)
-                if pos == m.end():
-                    pos = ws(buf, pos).end()  # type: ignore[union-attr]
-                    continue
-            key_at = pos
-            field, after = read_key(buf, pos, _BASE)
-            pos = ws(buf, after).end()  # type: ignore[union-attr]
-            if field in FIELDS and field not in fields:
-                parsed = parse(buf, _BASE, pos, depth=2)
-                fields[field] = (parsed.root, parsed.root_offset)
-                positions.update(parsed.positions)
-                pos = parsed.end
+            end = _known_field(buf, pos, fields)
+            if end >= 0:
+                pos = end
             else:
-                if field in FIELDS:
-                    duplicate_field(name, field, _BASE + key_at, out)
-                    entry.ok = False
-                else:
-                    unknown_field(name, field, _BASE + key_at, out)
-                pos = skip(buf, pos, _BASE, 2)
+                m = _UNKNOWN_FAST.match(buf, pos)
+                # In the compact form every '":' ends a key (no string there holds a quote).
+                count = -1 if m is None else buf.count(b'":', pos, m.end())
+                m = m or _UNKNOWN_RUN.match(buf, pos)
+                if m is not None:
+                    pos = self.unknown_run(name, pos, m.end(), count)
+                    if pos == m.end():
+                        pos = ws(buf, pos).end()  # type: ignore[union-attr]
+                        continue
+                pos = self.field(entry, fields, positions, pos)
             pos = ws(buf, pos).end()  # type: ignore[union-attr]
             if pos < len(buf) and buf[pos] == 0x2C:
                 pos = ws(buf, pos + 1).end()  # type: ignore[union-attr]
@@ -347,6 +291,26 @@ class _Reader:
             if pos >= len(buf):
                 raise JsonError("json-syntax", _BASE + pos, "unexpected end of header inside a container")
             raise _separator_error(buf, _BASE, pos, is_object=True)
+
+    def field(
+        self, entry: Entry, fields: dict[str, tuple[Json, int | None]], positions: dict[int, Any], pos: int
+    ) -> int:
+        """One member of an entry, read by the exact parser; return the end of its value."""
+        buf = self.buf
+        key_at = pos
+        field, after = read_key(buf, pos, _BASE)
+        pos = _WS.match(buf, after).end()  # type: ignore[union-attr]
+        if field in FIELDS and field not in fields:
+            parsed = parse(buf, _BASE, pos, depth=2)
+            fields[field] = (parsed.root, parsed.root_offset)
+            positions.update(parsed.positions)
+            return parsed.end
+        if field in FIELDS:
+            duplicate_field(entry.name, field, _BASE + key_at, self.out)
+            entry.ok = False
+        else:
+            unknown_field(entry.name, field, _BASE + key_at, self.out)
+        return skip(buf, pos, _BASE, 2)
 
     def unknown_run(self, name: str, start: int, end: int, count: int) -> int:
         """Unknown fields with plain values, each followed by ','; return where the run stops.
@@ -429,10 +393,9 @@ class _Reader:
         if plain:
             cut = buf[start:end].split(b'"')
             keys = cut[1::4]
-            rows = list(zip(keys, cut[3::4], strict=True))
-            chunk = dict(rows)
+            chunk = dict(zip(keys, cut[3::4]))  # noqa: B905 - a key and a value per pair, by the match
             decoded = {k.decode(): v.decode() for k, v in chunk.items()}
-            repeats = len(rows) - len(decoded) + len(decoded.keys() & result.keys())
+            repeats = len(keys) - len(decoded) + len(decoded.keys() & result.keys())
             if not repeats or self._saturated("duplicate-key", repeats):
                 result.update(decoded)
                 return
@@ -542,6 +505,8 @@ def check_header(header: bytes, out: Checker, *, scan: bool = True) -> Table | N
 
 
 def _after_value(header: bytes, end: int, out: Checker) -> None:
+    if header.count(b" ", end) == len(header) - end:
+        return  # space padding only (one C scan; a regex would step through a 100 MB run)
     ws_end = _WS.match(header, end).end()  # type: ignore[union-attr]
     if ws_end < len(header):
         # serde_json: "trailing characters".  NUL padding lands here.

@@ -13,11 +13,10 @@
 # - whitespace is space, tab, LF and CR only; nothing but whitespace may
 #   follow the value.
 #
-# The tree is plain Python: objects are tuples of (key, value) pairs in
-# document order (duplicates kept), arrays are lists, numbers are int or
-# float, strings are str, and true/false/null are True/False/None.  The
-# parser is iterative, so no input can exhaust the Python stack, and it
-# stops at the first syntax error, as serde_json does.
+# The tree (validator._parse) is plain Python: objects are tuples of (key,
+# value) pairs in document order (duplicates kept), arrays are lists,
+# numbers are int or float, strings are str, and true/false/null are
+# True/False/None.  This module holds the tokens it is built from.
 #
 # `skip` validates a value exactly as `parse` would (same errors, same
 # offsets) without building it: runs of scalars, runs of opening and of
@@ -27,7 +26,6 @@
 from __future__ import annotations
 
 import re
-from array import array
 from json.decoder import c_scanstring, scanstring  # type: ignore[attr-defined]
 from typing import Final, TypeAlias
 
@@ -112,30 +110,6 @@ class JsonError(Exception):
         self.message = message
 
 
-class Parsed:
-    """A parsed document with the byte offset of every value and key.
-
-    ``positions[id(container)]`` lists offsets: for an object, key and value
-    offsets alternating; for an array, one offset per item.
-    """
-
-    __slots__ = ("end", "positions", "root", "root_offset", "start")
-
-    def __init__(
-        self,
-        root: Json,
-        root_offset: int,
-        positions: dict[int, array[int]],
-        start: int,
-        end: int,
-    ) -> None:
-        self.root = root
-        self.root_offset = root_offset
-        self.positions = positions
-        self.start = start
-        self.end = end
-
-
 def describe(buf: bytes, pos: int) -> str:
     """How an error message names the byte at ``pos``."""
     if pos >= len(buf):
@@ -158,6 +132,11 @@ def _string_error(buf: bytes, pos: int, base: int) -> JsonError:
 
 def string_end(buf: bytes, pos: int, base: int) -> int:
     """The end of the valid string at ``pos``; JsonError as decode_string raises it."""
+    if buf.find(b'"', pos + 1, pos + _LONG_STRING) < 0:
+        end = _closing_quote(buf, pos)
+        if end > 0 and buf.find(b"\\", pos + 1, end) < 0 and _no_controls(buf[pos + 1 : end - 1]):
+            return end
+        return decode_string(buf, pos, base)[1]
     m = _PLAIN_STRING.match(buf, pos)
     if m is not None:
         return m.end()
@@ -180,6 +159,17 @@ def _closing_quote(buf: bytes, pos: int) -> int:
 
 
 _PIECE: Final = 1 << 20
+# A string whose closing quote is not within this many bytes is read by the
+# C scanner first (a regex steps through it a character at a time).
+_LONG_STRING: Final = 1 << 12
+_CONTROLS: Final = bytes(range(0x20))
+
+
+def _no_controls(body: bytes) -> bool:
+    """Whether no byte of a string's body is a control character (U+0000..U+001F), by one C pass."""
+    return len(body.translate(None, _CONTROLS)) == len(body)
+
+
 # What serde_json refuses inside a string besides a lone surrogate: a raw
 # control character, or a backslash that does not start a valid escape.
 # json's C scanner refuses exactly these; its pure-Python fallback (used
@@ -228,8 +218,34 @@ def _scan_pieces(buf: bytes, start: int, end: int) -> str | None:
     return "".join(pieces)
 
 
+def _long_string(buf: bytes, pos: int) -> tuple[str, int] | None:
+    """A string with no quote near its start, and its end; None to leave it to the regexes.
+
+    Without a backslash a string is its bytes (valid UTF-8: the header is),
+    if no byte is a control character; with escapes the C scanner reads it.
+    Both are many times faster than a regex stepping through it.
+    """
+    end = _closing_quote(buf, pos)
+    if end < 0:
+        return None
+    if buf.find(b"\\", pos + 1, end) < 0:
+        body = buf[pos + 1 : end - 1]
+        return (body.decode("utf-8"), end) if _no_controls(body) else None
+    value = _scan_pieces(buf, pos + 1, end - 1)
+    if value is None:
+        return None
+    # A surrogate comes only from a \uD... escape; without one, no search.
+    if (buf.find(b"\\ud", pos, end) >= 0 or buf.find(b"\\uD", pos, end) >= 0) and _SURROGATE.search(value):
+        return None
+    return value, end
+
+
 def decode_string(buf: bytes, pos: int, base: int) -> tuple[str, int]:
     """The string at ``pos`` and its end; JsonError as serde_json refuses it."""
+    if buf.find(b'"', pos + 1, pos + _LONG_STRING) < 0:
+        long = _long_string(buf, pos)
+        if long is not None:
+            return long
     m = _PLAIN_STRING.match(buf, pos)
     if m is not None:
         return m.group(1).decode("utf-8"), m.end()
@@ -454,6 +470,14 @@ def skip(buf: bytes, pos: int, base: int, depth: int = 0) -> int:  # noqa: C901,
                 del stack[len(stack) - k :]
                 pos = m.end()  # type: ignore[union-attr]
                 continue
+            if k > len(stack) and k == m.end() - pos and stack == closers[len(stack) - 1 :: -1]:  # type: ignore[union-attr]
+                # The run closes this value and goes on into the containers
+                # around it; without whitespace in it, the value ends after
+                # its own closers (one at a time, a deep value's closing run
+                # would be matched again per level).
+                pos += len(stack)
+                del stack[:]
+                continue
             # A mismatch (or more closers than containers) inside the run:
             # close one at a time, so the error lands where parse puts it.
             if (c == 0x7D) != (stack[-1] == 0x7B):
@@ -462,101 +486,3 @@ def skip(buf: bytes, pos: int, base: int, depth: int = 0) -> int:  # noqa: C901,
             stack.pop()
         else:
             return pos
-
-
-class _Frame:
-    __slots__ = ("is_object", "items", "key", "key_at", "offsets", "open_at")
-
-    def __init__(self, is_object: bool, open_at: int) -> None:  # noqa: FBT001
-        self.is_object = is_object
-        self.open_at = open_at
-        self.items: list[Json] = []
-        self.offsets: array[int] = array("q")
-        self.key = ""
-        self.key_at = 0
-
-    def add(self, value: Json, at: int) -> None:
-        if self.is_object:
-            self.items.append((self.key, value))  # type: ignore[arg-type]
-            self.offsets.append(self.key_at)
-        else:
-            self.items.append(value)
-        self.offsets.append(at)
-
-    def finish(self, positions: dict[int, array[int]]) -> Json:
-        done: Json = tuple(self.items) if self.is_object else self.items  # type: ignore[arg-type]
-        positions[id(done)] = self.offsets
-        return done
-
-
-def parse(  # noqa: C901, PLR0912, PLR0915 - serde_json's value grammar, one branch per token kind
-    buf: bytes,
-    base: int,
-    pos: int = 0,
-    *,
-    depth: int = 0,
-    keep: frozenset[str] | None = None,
-) -> Parsed:
-    """Parse the JSON value at ``buf[pos:]`` whose first byte sits at offset ``base``.
-
-    ``depth`` counts the containers around it.  With ``keep``, members of
-    the outermost object whose key is not in ``keep`` are validated but not
-    built: their value is None.  Raises JsonError at the first fatal
-    problem.  Trailing bytes after the value are not an error here:
-    ``Parsed.end`` says where the value ended.
-    """
-    n = len(buf)
-    ws = _WS.match
-    positions: dict[int, array[int]] = {}
-    pos = ws(buf, pos).end()  # type: ignore[union-attr]
-    start = pos
-    stack: list[_Frame] = []
-    value: Json
-    while True:
-        # Read one value at pos.
-        pos = ws(buf, pos).end()  # type: ignore[union-attr]
-        if pos >= n:
-            raise JsonError("json-syntax", base + pos, "unexpected end of header where a value was expected")
-        value_pos = pos
-        c = buf[pos]
-        if keep is not None and len(stack) == 1 and stack[0].is_object and stack[0].key not in keep:
-            value, pos = None, skip(buf, pos, base, depth + 1)
-        elif c in {0x7B, 0x5B}:  # { or [
-            if depth + len(stack) >= MAX_DEPTH:
-                raise _depth_error(base, pos)
-            frame = _Frame(c == 0x7B, pos)
-            stack.append(frame)
-            pos = ws(buf, pos + 1).end()  # type: ignore[union-attr]
-            if pos < n and buf[pos] == (0x7D if frame.is_object else 0x5D):
-                pos += 1
-                stack.pop()
-                value = frame.finish(positions)
-            else:
-                if frame.is_object:
-                    frame.key_at = base + pos
-                    frame.key, pos = read_key(buf, pos, base)
-                continue
-        else:
-            value, pos = _parse_scalar(buf, pos, base)
-        # Attach the complete value to its parent, closing containers as we go.
-        while stack:
-            frame = stack[-1]
-            frame.add(value, base + value_pos)
-            pos = ws(buf, pos).end()  # type: ignore[union-attr]
-            if pos >= n:
-                raise _end_error(base, pos)
-            c = buf[pos]
-            if c == 0x2C:  # ,
-                pos = ws(buf, pos + 1).end()  # type: ignore[union-attr]
-                if frame.is_object:
-                    frame.key_at = base + pos
-                    frame.key, pos = read_key(buf, pos, base)
-                break
-            if c != (0x7D if frame.is_object else 0x5D):
-                raise _separator_error(buf, base, pos, is_object=frame.is_object)
-            pos += 1
-            stack.pop()
-            value_pos = frame.open_at
-            value = frame.finish(positions)
-        else:
-            return Parsed(value, base + value_pos, positions, start, pos)

@@ -16,7 +16,14 @@
 # unique, none empty, none suspicious (the rule's own regex), every dtype
 # known, every size computed by _layout.size_of (the reference's checked
 # arithmetic), offsets exactly the running sums of the sizes (contiguous,
-# in document order, no trailing bytes), every tensor aligned.
+# in document order, no trailing bytes, the last a u64), every tensor
+# aligned.  The offsets are read by one json.loads of their text.  A run
+# of more than 4 KiB of padding is checked by one count and cut off first.
+#
+# An unknown dtype is its entry's only finding: the entry is located by
+# find and left out of the table, and its declared span stands for its
+# size in the running sums, so a table that is otherwise clean needs no
+# walk of its layout.
 #
 # A layout-only problem (hole, overlap, trailing bytes, truncation, a size
 # that differs from its span, size overflow, misalignment) does not send
@@ -38,24 +45,24 @@ from __future__ import annotations
 import enum
 import json
 import re
-from itertools import accumulate, compress, repeat
-from operator import add, itemgetter, mod
-from typing import TYPE_CHECKING, Any, Final
+from itertools import accumulate, compress
+from math import gcd
+from operator import mod
+from typing import Any, Final
 
 from validator._dtypes import DTYPE_BITS
 from validator._entries import SUSPICIOUS
 from validator._findings import TensorTable
 from validator._layout import Layout, size_of
+from validator._numbers import U64_MAX
 from validator._rules import PREFIX_LEN
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
 
 # One entry, loosely: the name, then dtype and shape as one "kind" group,
 # then the two offsets as one group, then "," or "}".  The loose classes
 # keep the regex fast; the kinds and offsets are checked strictly after.
+# Neither string takes a raw control character (JSON refuses one there).
 _ENTRY: Final = re.compile(
-    r'"([^"\\\x00-\x1f]*)":\{"dtype":"([^"]*","shape":\[[0-9,]*)\],"data_offsets":\[([0-9]+,[0-9]+)\]\}([,}])'
+    r'"([^"\\\x00-\x1f]*+)":\{"dtype":"([^"\\\x00-\x1f]*+","shape":\[[0-9,]*+)\],"data_offsets":\[([0-9]++,[0-9]++)\]\}([,}])'
 )
 _GROUPS: Final = 5  # the gap before a match plus its four groups
 _KIND_CUT: Final = '","shape":['  # splits a kind group into dtype and shape
@@ -63,7 +70,6 @@ _INT: Final = r"(?:0|[1-9][0-9]{0,18})"  # at most 19 ASCII digits: always below
 _DIMS: Final = re.compile(f"(?:{_INT}(?:,{_INT})*+)?")  # possessive: no backtracking state per dimension
 _NOT_ONE: Final = re.compile("(?<![0-9])(?!1(?![0-9]))[0-9]+")
 _CUT_METADATA: Final = 4096
-_OFFSETS: Final = re.compile(f"{_INT},{_INT}(?:;{_INT},{_INT})*+")
 
 
 class _Pairs(list):  # type: ignore[type-arg]
@@ -79,6 +85,10 @@ _METADATA_SCAN: Final = json.JSONDecoder(object_pairs_hook=_Pairs, parse_constan
 # the printable ASCII the rule flags, and for anything the rule flags when
 # the text is not ASCII.
 _ASCII_SUSPICIOUS: Final = tuple(c for c in map(chr, range(0x20, 0x80)) if SUSPICIOUS.match(c))
+_STR: Final = {str}
+_LONG_PADDING: Final = 4096
+# Above this many tensors, the kind column shares one string per kind.
+_SHARE_KINDS: Final = 64
 
 
 class Clean:
@@ -90,21 +100,12 @@ class Clean:
 
     __slots__ = ("begins", "checked", "ends", "index", "kinds", "metadata", "names", "parse", "unknown")
 
-    def __init__(
-        self,
-        *,
-        index: dict[str, int],
-        kinds: list[Any],
-        begins: list[int],
-        ends: list[int],
-        metadata: dict[str, str] | None,
-        parse: Callable[[Any], tuple[str, tuple[int, ...]]],
-    ) -> None:
-        self.parse = parse
+    def __init__(self, index: dict[str, int], kinds: list[Any], metadata: dict[str, str] | None) -> None:
+        self.parse = parse_kind
         self.index = index
         self.kinds = kinds
-        self.begins = begins
-        self.ends = ends
+        self.begins: list[int] = []
+        self.ends: list[int] = []
         self.metadata = metadata
         self.checked = True  # False: the layout has findings; run validator._layout on the columns
         # (name, dtype, byte offset) of each entry whose dtype is unknown, in document order.
@@ -139,8 +140,9 @@ def clean_table(text: str, header_size: int, file_size: int, *, probed: bool = F
     the layout fails, ``checked`` is False and the caller runs
     validator._layout on the columns.  ``probed``: the caller has already
     probed the first entries (see _probe), so they are not split twice.
+    ``text`` holds no backslash: fast_table has checked its bytes.
     """
-    if header_size % 8 or "\\" in text or not text.startswith('{"'):
+    if header_size % 8 or not text.startswith('{"'):
         return None
     metadata: dict[str, str] | None = None
     start = 1
@@ -154,10 +156,12 @@ def clean_table(text: str, header_size: int, file_size: int, *, probed: bool = F
             # RecursionError: nesting past the C scanner's limit; the exact
             # parser reports json-depth at the right offset.
             return None
-        if type(pairs) is not _Pairs or set(map(type, map(itemgetter(1), pairs))) - {str}:
+        if type(pairs) is not _Pairs:
             return None
         metadata = dict(pairs)
-        if len(metadata) != len(pairs) or not text.startswith(',"', start):
+        if len(metadata) != len(pairs) or not {*map(type, metadata.values())} <= _STR:
+            return None
+        if not text.startswith(',"', start):
             return None
         start += 1
     # Long metadata is cut off first (the entry regex would backtrack over a
@@ -166,42 +170,48 @@ def clean_table(text: str, header_size: int, file_size: int, *, probed: bool = F
         return None  # not even the first entry is canonical: spare the split
     if not probed and len(text) - start > _PROBE_ABOVE and not _probe(text[start : start + _PROBE]):
         return None
+    # A long run of padding is checked by one count and cut off, so that
+    # the split below does not try a match at every one of its spaces.
+    close = text.rfind("}")
+    if len(text) - close > _LONG_PADDING:
+        if text.count(" ", close + 1) != len(text) - close - 1:
+            return None
+        text = text[: close + 1]
     body = text[start:] if start > _CUT_METADATA else text
     if body.isascii():
-        if any(c in body for c in _ASCII_SUSPICIOUS):
+        if any(map(body.__contains__, _ASCII_SUSPICIOUS)):
             return None
     elif SUSPICIOUS.search(body) is not None:
         return None
     parts = _ENTRY.split(body)
     k = len(parts) // _GROUPS
-    if k == 0:
-        return None
     # The text is exactly lead + entry + "," + ... + entry + "}" + padding.
     if (
-        parts[0] != (text[:start] if body is text else "")
+        not k
+        or parts[0] != (text[:start] if body is text else "")
         or parts[_GROUPS:-1:_GROUPS].count("") != k - 1
-        or parts[-1].strip(" ")
+        or parts[-1].count(" ") != len(parts[-1])  # str.strip(" ") tests each character by a call
     ):
         return None
     terms = parts[4::_GROUPS]
     if terms[-1] != "}" or terms.count(",") != k - 1:
         return None
     names = parts[1::_GROUPS]
-    index = dict(zip(names, range(k), strict=True))
+    index = dict(zip(names, range(k)))  # noqa: B905 - equal lengths; a keyword argument costs on the hot path
     # From here on the text is proven canonical; a failed check below is a
     # finding, which the exact path reports.
     if len(index) != k or "" in index or "__metadata__" in index:
         return None
     kinds = parts[2::_GROUPS]
     offsets_list = parts[3::_GROUPS]
-    offsets = ";".join(offsets_list)
     del parts  # memory: the columns above are all that is kept
-    # One string object per distinct kind (memory: 100,000 tensors share a
-    # few dozen kinds).
-    distinct = {kind: kind for kind in dict.fromkeys(kinds)}
-    kinds = list(map(distinct.__getitem__, kinds))
-    sizes: dict[str, int] = {}
-    aligns: dict[str, int] = {}
+    distinct = dict.fromkeys(kinds)
+    if k > _SHARE_KINDS:
+        # One string object per distinct kind (memory: 100,000 tensors share
+        # a few dozen kinds).
+        kinds = list(map({kind: kind for kind in distinct}.__getitem__, kinds))
+    sizes: dict[str | None, int] = {}
+    aligns: dict[str | None, int] = {}
     unknown = set()
     for kind in distinct:
         dtype, shape, *more = kind.split(_KIND_CUT)
@@ -210,39 +220,58 @@ def clean_table(text: str, header_size: int, file_size: int, *, probed: bool = F
         if dtype not in DTYPE_BITS:
             unknown.add(kind)
             continue
-        sizes[kind], aligns[kind] = kind_size(kind)
-    clean = Clean(index=index, kinds=kinds, begins=[], ends=[], metadata=metadata, parse=parse_kind)
+        sizes[kind], aligns[kind] = _size(dtype, shape)
+    # The offsets as numbers, in one C call; the pattern took only digits,
+    # so json refuses only leading zeros and numbers past int()'s digit limit.
+    offsets_list[0] = "[" + offsets_list[0]
+    offsets_list[-1] += "]"
+    try:
+        numbers = json.loads(",".join(offsets_list))
+    except ValueError:
+        return None  # the exact path says what the number is
+    del offsets_list
+    clean = Clean(index, kinds, metadata)
+    spans = list(sizes.values())  # what the running sums add up, by kind
     if unknown:
         # An unknown dtype is the entry's only finding (names are clean, the
         # shape and offsets are u64s); the rows go on to the layout check
-        # without a size, as the exact path leaves them.
-        bad = list(compress(range(k), map(unknown.__contains__, kinds)))
-        clean.unknown = _unknown_dtypes(text, start, names, kinds, offsets_list, bad=bad)
+        # without a size, as the exact path leaves them.  For the running
+        # sums below, a row's declared span stands for its size (the exact
+        # path checks no size there either).
+        bad = _rows_of(kinds, unknown)
+        clean.unknown = _unknown_dtypes(text, start, names, kinds, bad)
         clean.names = names
-        clean.kinds = list(kinds)
-        clean.index = dict(index)
+        sizes[None] = 0
+        aligns[None] = 1
         for i in bad:
-            clean.kinds[i] = None
-            del clean.index[names[i]]
+            kinds[i] = None
+            del index[names[i]]
+        column = list(map(sizes.__getitem__, kinds))
+        for i in bad:
+            column[i] = numbers[2 * i + 1] - numbers[2 * i]
+            spans.append(column[i])
+    else:
+        column = list(map(sizes.__getitem__, kinds))
+    begins, ends = numbers[0::2], numbers[1::2]
+    clean.begins, clean.ends = begins, ends
     # Contiguous, and every span equal to its size: then the ends are the
-    # running sums of the sizes and each begin is the previous end.  The
-    # offsets text must be exactly those numbers, spelled canonically.
-    if not unknown and min(sizes.values()) >= 0:
-        ends = list(accumulate(map(sizes.__getitem__, kinds)))
-        begins = [0, *ends[:-1]]
-        if ";".join(map("{},{}".format, begins, ends)) == offsets:
-            clean.begins, clean.ends = begins, ends
-            # data_start is a multiple of 8 and every alignment divides 8.
-            clean.checked = PREFIX_LEN + header_size + ends[-1] == file_size and (
-                max(aligns.values()) == 1 or not any(map(mod, begins, map(aligns.__getitem__, kinds)))
-            )
-            return clean
-    # A layout finding: the offsets as numbers, for validator._layout.
-    if _OFFSETS.fullmatch(offsets) is None:
-        return None  # a 20-digit offset: the exact path says what it is
-    numbers = list(map(int, offsets.replace(";", ",").split(",")))
-    clean.begins, clean.ends = numbers[0::2], numbers[1::2]
-    clean.checked = False
+    # running sums of the sizes and each begin is the previous end; every
+    # number lies between 0 and the last end, a u64 (one past 2^64-1 is
+    # offsets-invalid, which the exact path reports).
+    if min(spans) >= 0 and ends == list(accumulate(column)) and begins[0] == 0 and begins[1:] == ends[:-1]:
+        if ends[-1] > U64_MAX:
+            return None
+        # data_start is a multiple of 8 and every alignment divides 8; every
+        # begin is a sum of sizes, so a common divisor of the sizes that the
+        # largest alignment divides proves every tensor aligned.
+        top = max(aligns.values())
+        clean.checked = PREFIX_LEN + header_size + ends[-1] == file_size and (
+            top == 1 or gcd(*spans) % top == 0 or not any(map(mod, begins, map(aligns.__getitem__, kinds)))
+        )
+        return clean
+    if max(numbers) > U64_MAX:
+        return None
+    clean.checked = False  # a layout finding: validator._layout reports it from the columns
     return clean
 
 
@@ -250,23 +279,43 @@ _PROBE: Final = 1 << 14  # enough entries to see a repeated name
 # Only headers above this are probed: below it a wasted split costs less
 # than the probe does on every valid header.
 _PROBE_ABOVE: Final = 1 << 20
-_ENTRY_FIXED: Final = len('"":{"dtype":"],"data_offsets":[]}') + 1  # an entry's text besides its groups
 _TO_DTYPE: Final = len('"":{"dtype":')  # from an entry's start to its dtype's opening quote, besides the name
 
 
+def _rows_of(kinds: list[Any], unknown: set[str]) -> list[int]:
+    """The rows whose kind is in ``unknown``, in order."""
+    if len(kinds) <= _SHARE_KINDS or len(unknown) > _FEW:
+        return list(compress(range(len(kinds)), map(unknown.__contains__, kinds)))
+    # Shared kind strings: list.index compares identities first, in C.
+    rows = []
+    for kind in unknown:
+        i = -1
+        try:
+            while True:
+                i = kinds.index(kind, i + 1)
+                rows.append(i)
+        except ValueError:
+            pass
+    return sorted(rows)
+
+
+_FEW: Final = 8
+
+
 def _unknown_dtypes(
-    text: str, start: int, names: list[str], kinds: list[str], offsets: list[str], *, bad: list[int]
+    text: str, start: int, names: list[str], kinds: list[str], bad: list[int]
 ) -> list[tuple[str, str, int]]:
     """(name, dtype, byte offset in the header of the dtype's string) for the rows ``bad``, in order."""
-    # Entry i starts at `start` plus the lengths of the entries before it.
-    lengths = map(add, map(add, map(len, names), map(len, kinds)), map(len, offsets))
-    starts = list(accumulate(map(add, lengths, repeat(_ENTRY_FIXED)), initial=start))
     out = []
+    at = start
     done_chars = done_bytes = 0  # a prefix of the text whose UTF-8 length is known
     ascii_text = text.isascii()
     for i in bad:
         name = names[i]
-        c = starts[i] + _TO_DTYPE + len(name)
+        # The entry's key: names are unique and plain, and in canonical text
+        # '":{"dtype":"' follows nothing but a tensor name.
+        at = text.find(f'"{name}":{{"dtype":"', at)
+        c = at + _TO_DTYPE + len(name)
         if not ascii_text:
             done_bytes += len(text[done_chars:c].encode("utf-8"))
             done_chars = c
@@ -283,9 +332,20 @@ def _probe(head: str) -> bool:
     return len(set(names)) == len(names) and "" not in names
 
 
+# Shapes up to this many characters are sized with int() per dimension;
+# longer ones skip their ones by regex (a shape of 50 million ones).
+_SHORT_SHAPE: Final = 64
+
+
 def kind_size(kind: str) -> tuple[int, int]:
     """(bytes or OVERFLOW or MISALIGNED, alignment) of a valid kind column value."""
     dtype, shape = kind.split(_KIND_CUT)
+    return _size(dtype, shape)
+
+
+def _size(dtype: str, shape: str) -> tuple[int, int]:
+    if len(shape) <= _SHORT_SHAPE:  # a few dimensions: int() each, in C
+        return size_of(dtype, map(int, shape.split(",")) if shape else ())
     # Dimensions of 1 change nothing: a shape of only ones (no "11", nothing
     # but "1" and ",") is two scans in C, and any other skips its ones.
     if "11" not in shape and not shape.strip("1,"):
@@ -310,22 +370,38 @@ _GATE_SIZE: Final = 1 << 19
 _HOLD_ONCE: Final = 1 << 24
 
 
-_FIRST_ENTRY: Final = re.compile(rb'\{"[^"\\\x00-\x1f]{0,4096}+":\{"dtype":"')
+# The whole first entry, loosely (as _ENTRY), so that a header whose first
+# entry has another field is not decoded for nothing.
+_FIRST_ENTRY: Final = re.compile(
+    rb'\{"[^"\\\x00-\x1f]{0,4096}+":\{"dtype":"[^"\\\x00-\x1f]{0,64}+","shape":\[[0-9,]*+\],"data_offsets":\[[0-9]++,[0-9]++\]\}[,}]'
+)
 
 
-def _looks_plain(header: bytes) -> bool:
-    """At most two arrays and a few keys per entry: no long value to split around.
+def _looks_plain(header: bytes, start: int, end: int) -> bool:
+    """At most two arrays and a few keys per entry in ``header[start:end]``: no long value to split around."""
+    # A colon or bracket inside a name only makes the gate stricter.  Nested
+    # arrays anywhere fail the bracket count.  A cut through an entry at
+    # either end of the range may count its brackets but not its key.
+    entries = header.count(b'"data_offsets"', start, end)
+    return header.count(b":", start, end) <= 4 * entries + 1024 and header.count(b"[", start, end) <= 2 * entries + 4
 
-    (The metadata map is read by the C scanner, which builds it whole.)
+
+def _gated(header: bytes, end: int, *, metadata: bool) -> bool:
+    """Whether a long header looks like a plain table, by the counts of _looks_plain.
+
+    With metadata first the whole header is counted: the C scanner builds
+    the metadata map whole, so millions of pairs must not reach it.
+    Otherwise the first and the last _GATE_SIZE bytes are: what passes the
+    gate meets the split, which is linear, so a hostile middle costs one
+    failed split, while three counts of every byte cost a tenth of a valid
+    header's check.
     """
-    # Single bytes are counted (a two-byte needle costs twice as much); a
-    # colon or bracket inside a name only makes the gate stricter.  Nested
-    # arrays anywhere fail the bracket count.
-    entries = header.count(b'"data_offsets"')
-    return header.count(b":") <= 4 * entries + 1024 and header.count(b"[") <= 2 * entries
+    if metadata or end <= 3 * _GATE_SIZE:
+        return _looks_plain(header, 0, end)
+    return _looks_plain(header, 0, _GATE_SIZE) and _looks_plain(header, end - _GATE_SIZE, end)
 
 
-def fast_table(holder: list[bytes], header_size: int, file_size: int, tiers: Tier) -> Clean | None:
+def fast_table(holder: list[bytes], header_size: int, file_size: int) -> Clean | None:
     """The canonical tier's table, or None when it does not vouch for the header.
 
     ``holder`` holds the header bytes and is their only owner: above
@@ -334,29 +410,47 @@ def fast_table(holder: list[bytes], header_size: int, file_size: int, tiers: Tie
     is held once, not twice, beside what the metadata scan builds.
     """
     header = holder[0]
-    if not tiers & Tier.CANONICAL or b"\\" in header:
+    if b"\\" in header:
         return None
     metadata = header.startswith(b'{"__metadata__":')
     if not metadata and _FIRST_ENTRY.match(header) is None:
         return None  # the first entry is not canonical: spare the decoding
-    if len(header) > _GATE_SIZE and not _looks_plain(header):
+    # A long run of padding is checked by one count (canonical text ends
+    # with "}" and spaces), then left out of the gates, the decoding and the
+    # split.
+    end = header.rfind(b"}") + 1
+    pad = len(header) - end
+    if pad <= _LONG_PADDING:
+        end, pad = len(header), 0
+    elif header.count(b" ", end) != pad:
         return None
     # A cut character at the end of the probe only costs the probe an entry.
-    probed = not metadata and len(header) > _PROBE_ABOVE
+    probed = not metadata and end > _PROBE_ABOVE
     if probed and not _probe(header[1:_PROBE].decode("utf-8", "ignore")):
         return None
-    if header.isascii():
-        text = header.decode("ascii")
-    else:
-        try:
-            text = header.decode("utf-8")
-        except UnicodeDecodeError:
-            return None
+    if end > _GATE_SIZE and not _gated(header, end, metadata=metadata):
+        return None
+    text = _text(header, end)
+    if text is None:
+        return None
     if len(header) <= _HOLD_ONCE:
         return clean_table(text, header_size, file_size, probed=probed)
     holder.clear()
     del header
     clean = clean_table(text, header_size, file_size, probed=probed)
     if clean is None:
-        holder.append(text.encode("utf-8"))  # exact: the text came from valid UTF-8
+        # Exact: the text came from valid UTF-8, and the cut run was spaces.
+        holder.append(text.encode("utf-8") + b" " * pad if pad else text.encode("utf-8"))
     return clean
+
+
+def _text(header: bytes, end: int) -> str | None:
+    """``header[:end]`` decoded, without a copy of the bytes; None if it is not UTF-8."""
+    codec = "ascii" if header.isascii() else "utf-8"
+    try:
+        if end == len(header):
+            return header.decode(codec)
+        with memoryview(header) as whole, whole[:end] as view:
+            return str(view, codec)
+    except UnicodeDecodeError:
+        return None

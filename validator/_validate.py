@@ -9,24 +9,32 @@ import gc
 import io
 import os
 import stat
-from dataclasses import replace
-from typing import IO, TYPE_CHECKING, Union
+from typing import IO, TYPE_CHECKING, Final, TypeAlias, Union
 
 from validator._check import MAX_PER_RULE, Checker
 from validator._entries import read_dtype
 from validator._errors import InvalidFileError, SourceError
-from validator._findings import Report, TensorTable
-from validator._header import check_header, parse_kind
+from validator._findings import Report, TensorTable, report_of
+from validator._header import check_header
 from validator._layout import check_layout
 from validator._prefix import check_prefix, prefix_rule
 from validator._rules import BY_SLUG, PREFIX_LEN, Profile, Severity
 from validator._source import RegularFile, os_error, read_exact
+from validator._table import parse_kind
 from validator._tiers import Tier, fast_table
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
 Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, IO[bytes]]
+_ALL: Final = Tier.ALL
+_CANONICAL: Final = Tier.CANONICAL
+_SCAN: Final = Tier.SCAN
+_STRICT: Final = Profile.STRICT
+# The profiles every rule applies to (strict): their findings need no filter.
+_EVERY_RULE: Final = frozenset(p for p in Profile if all(p in rule.profiles for rule in BY_SLUG.values()))
+_REFERENCE: Final = Profile.REFERENCE
+_ERROR: Final = Severity.ERROR
 
 
 def _profile(profile: Profile | str) -> Profile:
@@ -55,20 +63,43 @@ def check_buffer(
     Tier.SCAN the tree path is the exact path); ``answered``, when given,
     receives the tier that did: Tier.CANONICAL, Tier.SCAN or Tier.NONE.
     """
+    out, n, tensors, metadata = _checked(prefix, read_header, file_size, tiers, answered)
+    return _report(out, profile, file_size, n, path, tensors, metadata, prefix)
+
+
+def both_profiles(data: bytes) -> tuple[Report, Report]:
+    """``validate(data)`` under the strict and the reference profile, from one check of the bytes.
+
+    A profile only filters the findings (``_report``), so the two reports
+    equal those of two validate() calls; the fuzz harness, which uses this,
+    compares them with separate calls on a sample of inputs.
+    """
+    out, n, tensors, metadata = _checked(
+        data[:PREFIX_LEN], lambda k: data[PREFIX_LEN : PREFIX_LEN + k], len(data), _ALL, None
+    )
+    return (
+        _report(out, _STRICT, len(data), n, None, tensors, metadata, data[:PREFIX_LEN]),
+        _report(out, _REFERENCE, len(data), n, None, tensors, metadata, data[:PREFIX_LEN]),
+    )
+
+
+_Checked: TypeAlias = "tuple[Checker, int | None, TensorTable | None, dict[str, str] | None]"
+
+
+def _checked(
+    prefix: bytes,
+    read_header: Callable[[int], bytes],
+    file_size: int,
+    tiers: Tier,
+    answered: list[Tier] | None,
+) -> _Checked:
+    """The findings, the header size, the table and the metadata."""
     # A header of many tensors allocates many small, acyclic containers;
     # the cyclic collector would only rescan them, so it pauses meanwhile.
     paused = gc.isenabled()
     gc.disable()
     try:
-        report = _check(prefix, read_header, file_size, profile, path=path, tiers=tiers, answered=answered)
-        if report.reference_valid and not report.valid:
-            # Strict-only errors and no reference error in this run.  The
-            # reference profile is this same run's reference rules today; it
-            # is asked again rather than assumed, so that reference_valid
-            # stays exactly its verdict (a header read, only on this path).
-            again = _check(prefix, read_header, file_size, Profile.REFERENCE, path=path, tiers=tiers, answered=None)
-            report = replace(report, reference_valid=again.valid, _reference_error=again.reference_error)
-        return report
+        return _check(prefix, read_header, file_size, tiers, answered)
     finally:
         if paused:
             gc.enable()
@@ -78,18 +109,18 @@ def _check(
     prefix: bytes,
     read_header: Callable[[int], bytes],
     file_size: int,
-    profile: Profile,
-    *,
-    path: str | None,
     tiers: Tier,
     answered: list[Tier] | None,
-) -> Report:
+) -> _Checked:
     out = Checker(limit=MAX_PER_RULE)
     n = check_prefix(prefix, file_size, out, read_header)
     table = None
     if n is not None:
         holder = [read_header(n)]  # the header's only owner: fast_table may let it go
-        clean = fast_table(holder, n, file_size, tiers)
+        # Tier.ALL, the default, is tested by identity: flag arithmetic on an
+        # IntFlag is a Python-level call per operator (and an enum class's
+        # attribute lookup costs more than a module global's).
+        clean = fast_table(holder, n, file_size) if tiers is _ALL or tiers & _CANONICAL else None
         if clean is not None:
             del holder
             if answered is not None:
@@ -98,17 +129,8 @@ def _check(
                 read_dtype(name, dtype, PREFIX_LEN + at, out)
             if not clean.checked:
                 check_layout(clean.layout(), n, file_size, out)
-            return _report(
-                out,
-                profile,
-                file_size=file_size,
-                n=n,
-                path=path,
-                tensors=clean.tensors(),
-                metadata=clean.metadata,
-                prefix=prefix,
-            )
-        scan = bool(tiers & Tier.SCAN)
+            return out, n, clean.tensors(), clean.metadata
+        scan = tiers is _ALL or bool(tiers & _SCAN)
         if answered is not None:
             answered.append(Tier.SCAN if scan else Tier.NONE)
         header = holder.pop()
@@ -117,18 +139,15 @@ def _check(
         del header
         if table is not None:
             check_layout(table.layout(), n, file_size, out)
-    tensors = None
-    metadata = None
-    if table is not None:
-        tensors = TensorTable(table.good(), table.kinds, table.begins, table.ends, parse_kind)  # type: ignore[arg-type]
-        metadata = table.metadata
-    return _report(out, profile, file_size=file_size, n=n, path=path, tensors=tensors, metadata=metadata, prefix=prefix)
+    if table is None:
+        return out, n, None, None
+    tensors = TensorTable(table.good(), table.kinds, table.begins, table.ends, parse_kind)  # type: ignore[arg-type]
+    return out, n, tensors, table.metadata
 
 
-def _report(
+def _report(  # noqa: PLR0917 - positional: called once per validate(), on the hot path
     out: Checker,
     profile: Profile,
-    *,
     file_size: int,
     n: int | None,
     path: str | None,
@@ -138,29 +157,32 @@ def _report(
 ) -> Report:
     # What safetensors 0.8.0 answers: the first error of a rule it enforces
     # (check order is its order); a foreign format's diagnosis stands in
-    # for the length-prefix error, whose class it keeps.
-    refused = next(
-        (f for f in out.findings if f.rule.severity is Severity.ERROR and f.rule.applies_to(Profile.REFERENCE)), None
-    )
+    # for the length-prefix error, whose class it keeps.  The findings do not
+    # depend on the profile (a profile only filters them), so this run's
+    # reference-rule errors are the reference profile's verdict.
+    found = out.findings
+    refused = None
+    for f in found:
+        rule = f.rule
+        if rule.severity is _ERROR and _REFERENCE in rule.profiles:
+            refused = f
+            break
     cls = None
     if refused is not None:
         failed = prefix_rule(prefix, file_size) if refused.rule.region == "format" else None
         cls = BY_SLUG[failed].reference_error if failed is not None else refused.rule.reference_error
-    return Report(
-        profile=profile,
-        findings=tuple(f for f in out.findings if f.rule.applies_to(profile)),
-        file_size=file_size,
-        header_size=n,
-        tensors=tensors,
-        metadata=metadata,
-        path=path,
-        suppressed=sum(count for slug, count in out.dropped.items() if BY_SLUG[slug].applies_to(profile)),
-        reference_valid=refused is None,
-        _reference_error=cls,
-    )
+    if profile in _EVERY_RULE:
+        findings = tuple(found)
+    else:
+        findings = tuple(f for f in found if profile in f.rule.profiles) if found else ()
+    dropped = out.dropped
+    suppressed = sum(count for slug, count in dropped.items() if BY_SLUG[slug].applies_to(profile)) if dropped else 0
+    return report_of(profile, findings, file_size, n, tensors, metadata, path, suppressed, refused is None, cls)
 
 
 def _from_buffer(buf: bytes | bytearray | memoryview, profile: Profile, path: str | None) -> Report:
+    if type(buf) is bytes:  # immutable: slices are the bytes, no view needed
+        return check_buffer(buf[:PREFIX_LEN], lambda n: buf[PREFIX_LEN : PREFIX_LEN + n], len(buf), profile, path)
     view = memoryview(buf)
     if not view.c_contiguous:  # a strided view: only a copy can be cast to bytes
         view = memoryview(view.tobytes())

@@ -9,7 +9,7 @@
 # profile's.  Times are CPU seconds (process_time), best of the
 # repetitions: on a shared, loaded machine wall time measures the load.  Run as a script:
 #
-#     nice python tests/benchmarks/bench_hostile.py [--sizes 1,10,100] [--cases a,b] [--reps 2]
+#     nice python tests/benchmarks/bench_hostile.py [--sizes 1,10,100] [--cases a,b] [--reps 2] [--before OLD_CHECKOUT]
 #
 # Not collected by pytest (the file name does not start with test_).
 from __future__ import annotations
@@ -173,6 +173,27 @@ def valid_spaced(size: int) -> bytes:
     )
 
 
+def padding_spaces(size: int) -> bytes:
+    """One tensor, then about ``size`` bytes of space padding (valid)."""
+    return _file(b'{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}' + b" " * size, b"\0")
+
+
+def long_metadata_string(size: int) -> bytes:
+    """One metadata string of about ``size`` plain bytes (valid)."""
+    text = b'{"__metadata__":{"k":"' + b"x" * size + b'"},"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}'
+    return _file(text, b"\0")
+
+
+def long_unknown_string(size: int) -> bytes:
+    """One string of about ``size`` bytes in an unknown tensor field (valid in reference)."""
+    return _file(b'{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":"' + b"x" * size + b'"}}', b"\0")
+
+
+def long_name(size: int) -> bytes:
+    """One tensor whose name is about ``size`` bytes long (valid)."""
+    return _file(b'{"' + b"x" * size + b'":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}', b"\0")
+
+
 CASES: dict[str, Callable[[int], bytes]] = {
     f.__name__: f
     for f in (
@@ -190,6 +211,10 @@ CASES: dict[str, Callable[[int], bytes]] = {
         empty_arrays_in_unknown_field,
         valid_canonical,
         valid_spaced,
+        padding_spaces,
+        long_metadata_string,
+        long_unknown_string,
+        long_name,
     )
 }
 
@@ -224,11 +249,15 @@ def main() -> None:
     parser.add_argument("--cases", default="", help="case names, comma-separated (default: all)")
     parser.add_argument("--reps", type=int, default=2, help="repetitions per child (1 for 100 MB)")
     parser.add_argument("--root", type=Path, default=ROOT, help="checkout whose validator is 'ours' (an older one)")
+    parser.add_argument(
+        "--before", type=Path, help="another checkout, measured in the same run (its 'time x' beside ours)"
+    )
     parser.add_argument("--timeout", type=float, default=3600, help="seconds before a child is given up")
     args = parser.parse_args()
     names = args.cases.split(",") if args.cases else list(CASES)
+    before = " before x" if args.before else ""
     print(
-        f"{'case':32} {'MB':>4} {'ref cpu s':>9} {'strict':>8} {'ref-prof':>8} {'time x':>6}"
+        f"{'case':32} {'MB':>4} {'ref cpu s':>9} {'strict':>8} {'ref-prof':>8} {'time x':>6}{before}"
         f" {'ref MB':>7} {'ours MB':>8} {'RSS x':>6} verdict"
     )
     with tempfile.TemporaryDirectory() as tmp:
@@ -242,6 +271,10 @@ def main() -> None:
                 ref = measure("reference", path, reps)
                 strict = measure("strict", path, reps, args.root, args.timeout)
                 refp = measure("reference-profile", path, reps, args.root, args.timeout)
+                old = ""
+                if args.before:
+                    was = [measure(p, path, reps, args.before, args.timeout) for p in ("strict", "reference-profile")]
+                    old = f" {max(was[0]['best'], was[1]['best']) / ref['best']:9.2f}"
                 path.unlink()
                 worst_t = max(strict["best"], refp["best"]) / ref["best"]
                 ours_mb = max(strict["rss_kb"], refp["rss_kb"]) / 1024
@@ -249,7 +282,7 @@ def main() -> None:
                 rss_x = ours_mb / ref_mb if ref_mb > 1 else float("nan")
                 agree = "same" if refp.get("ok") == ref.get("ok") else f"DIFFERENT {refp} {ref}"
                 print(
-                    f"{name:32} {mb:>4} {ref['best']:9.3f} {strict['best']:8.3f} {refp['best']:8.3f} {worst_t:6.2f}"
+                    f"{name:32} {mb:>4} {ref['best']:9.3f} {strict['best']:8.3f} {refp['best']:8.3f} {worst_t:6.2f}{old}"
                     f" {ref_mb:7.1f} {ours_mb:8.1f} {rss_x:6.2f} {agree} (ref {'accepts' if ref['ok'] else 'rejects'})",
                     flush=True,
                 )

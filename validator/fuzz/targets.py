@@ -27,11 +27,12 @@ import io
 import json
 import struct
 import time
+import zlib
 from typing import TYPE_CHECKING, Any, Final
 
 from validator._errors import InvalidFileError, StcheckError
 from validator._rules import REFERENCE_ERRORS, REFERENCE_MESSAGES, Profile
-from validator._validate import validate
+from validator._validate import both_profiles, validate
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -54,23 +55,30 @@ def _fail(message: str) -> None:
 # --- validate -------------------------------------------------------------
 
 
-def check_report(report: Report, data: bytes) -> None:
-    """Invariants every Report must satisfy, whatever the input."""
+def check_report(report: Report, data: bytes, *, findings: bool = True) -> None:
+    """Invariants every Report must satisfy, whatever the input.
+
+    ``findings=False`` leaves out the checks of each finding (its offset,
+    profile, formatting and JSON), for a report whose findings are known to
+    equal findings already checked.
+    """
     errors = report.errors
-    if report.valid == bool(errors):
-        _fail(f"valid={report.valid} but {len(errors)} errors")
+    valid = report.valid
+    if valid == bool(errors):
+        _fail(f"valid={valid} but {len(errors)} errors")
     if report.file_size != len(data):
         _fail(f"file_size {report.file_size} != {len(data)}")
-    for finding in report.findings:
-        if finding.offset is not None and (type(finding.offset) is not int or finding.offset < 0):
-            _fail(f"finding {finding.code} has offset {finding.offset!r}")
-        if not finding.rule.applies_to(report.profile):
-            _fail(f"finding {finding.code} does not apply to profile {report.profile.value}")
-        finding.format("f")
-    json.dumps(report.to_json())
+    if findings:
+        for finding in report.findings:
+            if finding.offset is not None and (type(finding.offset) is not int or finding.offset < 0):
+                _fail(f"finding {finding.code} has offset {finding.offset!r}")
+            if not finding.rule.applies_to(report.profile):
+                _fail(f"finding {finding.code} does not apply to profile {report.profile.value}")
+            finding.format("f")
+        json.dumps(report.to_json())
     if report.profile is Profile.REFERENCE and errors and report.reference_error not in REFERENCE_ERRORS:
         _fail(f"reference-profile error {errors[0].code} maps to no reference error class")
-    if report.valid:
+    if valid:
         _check_tiling(report)
 
 
@@ -100,25 +108,51 @@ def _same(a: Report, b: Report) -> bool:
     )
 
 
+# Under the engine (FUZZ_TARGETS), the checks that repeat what another
+# input or harness already checks run on one input in SAMPLE_EVERY, chosen
+# by a hash of the input (so a replay repeats the choice).  In the validate
+# harness: the two profiles' reports come from one check of the bytes
+# (validator._validate.both_profiles: a profile only filters findings), and
+# on the sample each profile is also validated alone, from bytes and from a
+# stream, and must give the same report.  In the differential harness: the
+# strict profile (the validate harness checks on every input that the
+# reference findings are the strict findings they share, hence that
+# strict-accept implies reference-accept).  Replays, pytest and the
+# minimiser call TARGETS, which check everything on every input.
+SAMPLE_EVERY: Final = 16
+
+
+def _sampled(data: bytes) -> bool:
+    return zlib.crc32(data) % SAMPLE_EVERY == 0
+
+
 def target_validate(data: bytes) -> None:
     """Any bytes give a consistent Report under both profiles, in bounded time."""
+    _validate(data, alone=True)
+
+
+def fuzz_validate(data: bytes) -> None:
+    """target_validate with the separate validations on a sample of inputs (the engine's)."""
+    _validate(data, alone=_sampled(data))
+
+
+def _validate(data: bytes, *, alone: bool) -> None:
     start = time.perf_counter()
-    reports = {}
-    for profile in Profile:
-        try:
-            report = validate(data, profile=profile)
-        except StcheckError:
-            continue  # the project's own documented exceptions may escape
-        check_report(report, data)
-        streamed = validate(io.BytesIO(data), profile=profile)
-        if not _same(report, streamed):
-            _fail(f"{profile.value}: bytes and stream sources give different reports")
-        reports[profile] = report
-    strict, ref = reports.get(Profile.STRICT), reports.get(Profile.REFERENCE)
-    if strict is not None and ref is not None:
-        strict_errors = [f for f in strict.findings if f.rule.applies_to(Profile.REFERENCE)]
-        if list(ref.findings) != strict_errors:
-            _fail("the reference profile's findings are not the strict findings it shares")
+    try:
+        strict, ref = both_profiles(data)
+    except StcheckError:
+        return  # the project's own documented exceptions may escape
+    check_report(strict, data)
+    if ref.findings != tuple(f for f in strict.findings if Profile.REFERENCE in f.rule.profiles):
+        _fail("the reference profile's findings are not the strict findings it shares")
+    # Its findings equal strict findings, checked above: the rest only.
+    check_report(ref, data, findings=False)
+    if alone:
+        for report in (strict, ref):
+            if not _same(report, validate(data, profile=report.profile)):
+                _fail(f"{report.profile.value}: validate() alone differs from the check of both profiles")
+            if not _same(report, validate(io.BytesIO(data), profile=report.profile)):
+                _fail(f"{report.profile.value}: bytes and stream sources give different reports")
     elapsed = time.perf_counter() - start
     if elapsed > TIME_LIMIT_S:
         _fail(f"validation of {len(data)} bytes took {elapsed:.1f}s")
@@ -190,9 +224,17 @@ def tie_classes(ref: Report) -> set[str]:
 
 def target_differential(data: bytes) -> None:
     """The reference profile agrees with safetensors 0.8.0 on verdict, error class and table."""
+    _differential(data, strict=True)
+
+
+def fuzz_differential(data: bytes) -> None:
+    """target_differential with the strict profile on a sample of inputs (the engine's)."""
+    _differential(data, strict=_sampled(data))
+
+
+def _differential(data: bytes, *, strict: bool) -> None:
     ref = validate(data, profile=Profile.REFERENCE)
-    strict = validate(data, profile=Profile.STRICT)
-    if strict.valid and not ref.valid:
+    if strict and validate(data, profile=Profile.STRICT).valid and not ref.valid:
         _fail(f"strict accepts what the reference profile rejects ({ref.reference_error})")
     theirs, tensors = reference_load(data)
     ours = ref.reference_error
@@ -369,4 +411,10 @@ TARGETS: Final[Mapping[str, Callable[[bytes], None]]] = {
     "differential": target_differential,
     "loader": target_loader,
     "roundtrip": target_roundtrip,
+}
+# What the engine runs: the same, with the sampled checks above.
+FUZZ_TARGETS: Final[Mapping[str, Callable[[bytes], None]]] = {
+    **TARGETS,
+    "validate": fuzz_validate,
+    "differential": fuzz_differential,
 }
