@@ -39,7 +39,7 @@ from validator.cli.report import (
     resolve_policy,
     write_reports,
 )
-from validator.cli.targets import STDIN, add_remote_options, scan_plan
+from validator.cli.targets import STDIN, add_remote_options, index_result, scan_plan
 from validator.scan import runner as scale
 from validator.scan.engine import (
     DEFAULT_CHUNK,
@@ -252,6 +252,20 @@ def hub_context(results: list[FileResult], hub: HubWalk) -> None:
                 break
 
 
+def _hub_indexes(hub: HubWalk, profile: str, policy: Policy | None) -> list[FileResult]:
+    """Each snapshot index's checks (missing shards, orphans, ties), as for a folder."""
+    if not hub.indexes:
+        return []
+    from validator.io.index import validate_index  # noqa: PLC0415 - the index modules load only for checkpoints
+
+    results = []
+    for path, repo in hub.indexes:
+        result = index_result(validate_index(path, profile=profile), profile, policy)
+        result.model = repo
+        results.append(result)
+    return results
+
+
 def _missing_listed(checksums: Checksums | None) -> list[Job]:
     """A job for every file the checksum list names that is not on disk."""
     if checksums is None:
@@ -305,6 +319,7 @@ def run_scan(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one bran
     except (ValueError, SigningSetupError) as exc:
         return _fail(str(exc))
     links = [link_result(p, f, args.profile, policy, model) for p, f, model in hub.links]
+    links.extend(_hub_indexes(hub, args.profile, policy))
     if not jobs and not plan.ready and not links and not errors:
         return _fail("nothing to scan: no file was found")
     options = Options(

@@ -138,6 +138,7 @@ class HubWalk:
     jobs: list[Job] = field(default_factory=list)
     others: dict[str, Other] = field(default_factory=dict)
     links: list[tuple[str, Finding, str]] = field(default_factory=list)  # (display, finding, repo id)
+    indexes: list[tuple[str, str]] = field(default_factory=list)  # (display, repo id) of each snapshot's index
 
 
 def hf_cache_jobs(cache: str, errors: list[str]) -> list[Job]:
@@ -185,6 +186,8 @@ def hf_cache_walk(cache: str, errors: list[str]) -> HubWalk:  # noqa: C901 - one
                     errors.append(f"{display(entry.path)}: {why}")
                     continue
                 by_blob.setdefault(entry.real, []).append((display(entry.path), repo))
+                if entry.kind == "index":  # its checks too, as `scan DIR` runs them (its blob is verified as well)
+                    found.indexes.append((display(entry.path), repo))
                 kinds[entry.real] = kinds.get(entry.real, False) or entry.kind == "safetensors"
                 if entry.outside:
                     outside.add(entry.real)
