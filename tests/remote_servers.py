@@ -46,6 +46,7 @@ class Resource:
     headers: dict[str, str] = field(default_factory=dict)  # extra headers
     range_total_star: bool = False  # Content-Range: bytes a-b/*
     wrong_start: bool = False  # answer a range other than the one asked
+    requires: dict[str, str] = field(default_factory=dict)  # request headers without which the answer is 401
 
 
 def from_bytes(data: bytes, **kw: Any) -> Resource:
@@ -69,6 +70,7 @@ class Site:
         self.redirects: dict[str, tuple[int, str, dict[str, str]]] = {}
         self.sent: dict[str, int] = {}
         self.log: list[tuple[str, str | None]] = []  # (path, Range header)
+        self.request_headers: list[tuple[str, dict[str, str]]] = []  # (path, every request header)
         self.latency = 0.0
         self.rate = 0.0  # bytes per second per response; 0: as fast as the socket takes them
         self.hub: FakeHub | None = None
@@ -109,6 +111,7 @@ class Handler(BaseHTTPRequestHandler):
         path = urllib.parse.urlsplit(self.path).path
         with site.lock:
             site.log.append((path, self.headers.get("Range")))
+            site.request_headers.append((path, dict(self.headers.items())))
         if site.latency:
             time.sleep(site.latency)
         if site.hub is not None and site.hub.handle(self, path):
@@ -125,6 +128,9 @@ class Handler(BaseHTTPRequestHandler):
         res = site.resources.get(path)
         if res is None:
             self._simple(404, b"not found")
+            return
+        if any(self.headers.get(k) != v for k, v in res.requires.items()):
+            self._simple(401, b"unauthorised")
             return
         self.serve(path, res)
 

@@ -23,7 +23,7 @@ from validator._group import group_per_tensor
 from validator._install import install_hint
 from validator._rules import Profile
 from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
-from validator.cli.targets import listing_lines
+from validator.cli.targets import header_arg, listing_lines, remote_headers
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -62,6 +62,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--timeout", dest="timeout", type=float, help=argparse.SUPPRESS)  # the old name
     p.add_argument(
         "--concurrency", type=int, default=16, metavar="N", help="header fetches in flight at once (default 16)"
+    )
+    p.add_argument(
+        "-H",
+        "--header",
+        dest="headers",
+        action="append",
+        type=header_arg,
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="an HTTP request header for a private server, as curl -H (repeatable; sent to the URL's origin only)",
     )
     p.set_defaults(run=run_download)
 
@@ -116,7 +126,7 @@ def run_download(args: argparse.Namespace) -> int:  # noqa: C901 - one branch pe
             sha256 = normalise_sha256(args.sha256)
         except ValueError as exc:
             return _error(str(exc))
-    options = default_options(timeout=args.timeout, concurrency=args.concurrency)
+    options = default_options(timeout=args.timeout, concurrency=args.concurrency, headers=remote_headers(args))
     listed: list[str] = []  # the repository's files (hook: validator.cli.targets.listing_lines)
     try:
         done = download(

@@ -255,7 +255,11 @@ class Signing:
         except ImportError as exc:
             msg = f"{source}: remote checks need {exc.name}, which is not installed: {install_hint('remote')}"
             raise SigningSetupError(msg) from exc
-        opts = default_options(timeout=getattr(args, "timeout", None), concurrency=getattr(args, "concurrency", None))
+        opts = default_options(
+            timeout=getattr(args, "timeout", None),
+            concurrency=getattr(args, "concurrency", None),
+            headers=dict(getattr(args, "headers", None) or []),
+        )
         found = hub_folder(source, opts)
         prefix = found.display("x")[:-1]
         files = found.files()

@@ -19,9 +19,10 @@ from __future__ import annotations
 import argparse
 import os
 import posixpath
+import re
 import sys
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from validator._check import MAX_PER_RULE, Checker
 from validator._display import escape_line
@@ -96,6 +97,42 @@ def add_remote_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--concurrency", type=int, default=16, metavar="N", help="header fetches in flight at once (default 16)"
     )
+    group.add_argument(
+        "-H",
+        "--header",
+        dest="headers",
+        action="append",
+        type=header_arg,
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="an HTTP request header for a private server, as curl -H (repeatable; sent to the URL's origin only)",
+    )
+
+
+# RFC 9110 5.1: a field name is a token; 5.5: a value holds no CR, LF or NUL.
+_FIELD_NAME: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_RESERVED: Final = frozenset({"host", "range", "accept-encoding", "content-length", "transfer-encoding", "connection"})
+
+
+def header_arg(text: str) -> tuple[str, str]:
+    """``NAME: VALUE`` (curl -H's form) as a pair; argparse reports the reason."""
+    name, colon, value = text.partition(":")
+    name, value = name.strip(), value.strip()
+    if not colon or not _FIELD_NAME.fullmatch(name):
+        msg = "expected 'NAME: VALUE' with NAME a header field name, such as 'Authorization: Bearer TOKEN'"
+        raise argparse.ArgumentTypeError(msg)
+    if name.lower() in _RESERVED:
+        msg = f"{name} is set by stcheck itself (it reads files by Range requests)"
+        raise argparse.ArgumentTypeError(msg)
+    if any(c in value for c in "\r\n\0"):
+        msg = f"the value of {name} holds a line break or NUL"
+        raise argparse.ArgumentTypeError(msg)
+    return name, value
+
+
+def remote_headers(args: argparse.Namespace) -> dict[str, str]:
+    """The --header pairs of ``args`` (a later one of a name replaces an earlier)."""
+    return dict(getattr(args, "headers", None) or [])
 
 
 def _named_shards(index: str) -> set[str]:
@@ -164,7 +201,11 @@ def expand_targets(paths: Sequence[str], errors: list[str], *, empty_is_error: b
 def _remote_options(args: argparse.Namespace) -> Any:  # noqa: ANN401 - validator.remote.Options, imported lazily
     from validator.remote import default_options  # noqa: PLC0415 - the remote extra loads only for remote sources
 
-    return default_options(timeout=getattr(args, "timeout", None), concurrency=getattr(args, "concurrency", None))
+    return default_options(
+        timeout=getattr(args, "timeout", None),
+        concurrency=getattr(args, "concurrency", None),
+        headers=remote_headers(args),
+    )
 
 
 def check_remote(source: str, profile: str, args: argparse.Namespace | None) -> list[Report | IndexReport]:

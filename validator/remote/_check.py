@@ -347,9 +347,18 @@ def validate_remote_index(
         return check_index(client, found.indexes[0], prof)
 
 
-def default_options(*, timeout: float | None = None, concurrency: int | None = None) -> Options:
+def default_options(
+    *, timeout: float | None = None, concurrency: int | None = None, headers: Mapping[str, str] | None = None
+) -> Options:
     """Options with a per-read ``timeout`` (the deadline of one request is ten
-    times that, at least five minutes) and a bound on ``concurrency``."""
+    times that, at least five minutes), a bound on ``concurrency`` and extra
+    request ``headers`` (sent to the source's origin only, never after a
+    redirect to another)."""
     base = Options()
     t = base.timeout if timeout is None else timeout
-    return Options(timeout=t, deadline=max(base.deadline, 10 * t), concurrency=concurrency or base.concurrency)
+    return Options(
+        timeout=t,
+        deadline=max(base.deadline, 10 * t),
+        concurrency=concurrency or base.concurrency,
+        headers=dict(headers or {}),
+    )

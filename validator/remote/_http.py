@@ -68,6 +68,7 @@ _CHUNK: Final = 1 << 20
 _CONTENT_RANGE: Final = re.compile(r"bytes (\d{1,20})-(\d{1,20})/(\d{1,20}|\*)")
 _UNSATISFIED: Final = re.compile(r"bytes \*/(\d{1,20})")
 _DIGITS: Final = re.compile(r"\d{1,20}")
+_PRIVATE: Final = frozenset({"authorization", "proxy-authorization", "cookie"})
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ class Options:
     deadline: float = 300.0  # seconds per request: connect, headers and body (see min_rate)
     concurrency: int = 16  # header fetches in flight at once
     min_rate: float = 64 << 10  # bytes a second: each received byte adds 1 / min_rate s to the deadline
-    headers: Mapping[str, str] = field(default_factory=dict)  # sent to the first origin only
+    headers: Mapping[str, str] = field(default_factory=dict)  # the user's (--header): sent to the first origin only
 
 
 class _Watch:
@@ -221,7 +222,10 @@ class Client:
                 raise RemoteError(f"{url}: redirect loop at {here}")
             seen.add(here)
             if _origin(here) != origin:
-                headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+                # Credentials stay with the origin they were given for: the
+                # user's own headers (--header) and any authorisation.
+                private = _PRIVATE | {k.lower() for k in self.options.headers}
+                headers = {k: v for k, v in headers.items() if k.lower() not in private}
         raise RemoteError(f"{url}: more than {MAX_REDIRECTS} redirects")
 
     def _request(self, url: str, here: str, headers: Mapping[str, str], deadline: float) -> BaseHTTPResponse:
