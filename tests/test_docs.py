@@ -43,3 +43,31 @@ def test_fresh_machine_count_matches_what_conformance_runs() -> None:
     total = re.search(r"JSONTestSuite: (\d+) files", README)
     assert total is not None
     assert int(total.group(1)) == len(manifest["files"])
+
+
+_USES = re.compile(r"^\s*(?:-\s*)?uses:\s*([^\s#]+)", re.MULTILINE)
+
+
+@pytest.mark.parametrize("name", ["README.md", ".github/actions/scan/action.yml"])
+def test_every_third_party_action_is_pinned_by_commit_sha(name: str) -> None:
+    # A tag can be moved to other code; a commit cannot (issue 24).
+    uses = _USES.findall((ROOT / name).read_text(encoding="utf-8"))
+    remote = [u for u in uses if not u.startswith("./")]
+    assert remote, f"{name}: no action found to check"
+    unpinned = [u for u in remote if re.fullmatch(r"[\w.-]+/[\w./-]+@[0-9a-f]{40}", u) is None]
+    assert unpinned == []
+
+
+def test_the_sarif_upload_is_skipped_on_pull_requests_from_forks() -> None:
+    action = (ROOT / ".github" / "actions" / "scan" / "action.yml").read_text(encoding="utf-8")
+    upload = action.split("- name: Upload SARIF", 1)[1].split("- name:", 1)[0]
+    condition = re.search(r"if: \$\{\{(.*)\}\}", upload)
+    assert condition is not None
+    assert "github.event.pull_request.head.repo.fork != true" in condition.group(1)
+    assert "github.event.pull_request.head.repo.fork == true" in action  # the notice that says so
+
+
+def test_the_ci_example_checks_stcheck_out_at_a_fixed_ref() -> None:
+    ci = README.split("### Use it in CI", 1)[1].split("\n## ", 1)[0]
+    assert "repository: <owner>/stcheck" in ci
+    assert re.search(r"^\s+ref: <commit SHA", ci, re.MULTILINE)
