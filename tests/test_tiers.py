@@ -336,7 +336,14 @@ def test_a_finding_free_report_equals_the_dataclass_construction() -> None:
 
     table = TensorTable.of({"a": validator.TensorInfo("F32", (1,), (0, 4))})
     for findings in ((), validator.validate(_file('{"a":1}')).findings):
-        args = (Profile.REFERENCE, findings, 12, 8, table, {"k": "v"}, "p", 3)
+        for verdict in ((True, None), (False, "InvalidOffset"), (None, None)):
+            args = (Profile.REFERENCE, findings, 12, 8, table, {"k": "v"}, "p", 3, *verdict)
+            fast, slow = report_of(*args), Report(*args)
+            assert fast == slow
+            assert vars(fast) == vars(slow)
+            assert type(fast) is Report
+            assert fast.reference_error == slow.reference_error
+            assert all(f.path == "p" for f in fast.findings)  # named by the report's path, as __post_init__ does
         fast, slow = report_of(*args), Report(*args)
         assert fast == slow
         assert vars(fast) == vars(slow)
