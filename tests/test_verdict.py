@@ -128,6 +128,14 @@ def test_str_of_a_finding_shows_the_reports_path(tmp_path: Path) -> None:
     assert finding.format("other.safetensors").startswith("other.safetensors:0: ST104 ")  # an explicit path wins
 
 
+def test_str_of_an_index_finding_shows_the_index_path(tmp_path: Path) -> None:
+    index = tmp_path / "model.safetensors.index.json"
+    index.write_text('{"weight_map": {"a": "model-00001-of-00001.safetensors"}}')
+    finding = validator.validate_index(index).findings[0]
+    assert finding.path == str(index)
+    assert str(finding).startswith(f"{index}: ST503 index-shard-missing ")
+
+
 def test_a_finding_of_bytes_still_says_bytes() -> None:
     (finding,) = validator.validate(UNALIGNED).findings
     assert finding.path is None

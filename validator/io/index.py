@@ -86,6 +86,15 @@ class IndexReport(ReportBase[Finding]):
     suppressed: int = 0
     """The index's findings not kept because a rule fired more than 1000 times."""
 
+    def __post_init__(self) -> None:
+        if any(f.path is None for f in self.findings):
+            # As Report: the index names its file, so do its findings, for str(finding).
+            named = tuple(
+                f if f.path is not None else Finding(f.rule, f.message, f.offset, f.tensor, f.json_path, self.path)
+                for f in self.findings
+            )
+            object.__setattr__(self, "findings", named)
+
     def to_json(self) -> dict[str, Any]:
         """The report as a JSON-ready dict."""
         return {
