@@ -23,6 +23,7 @@ import re
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,8 @@ def follow(proc: subprocess.Popen[str]) -> dict[str, Any]:
             init_cpu, init_execs = cpu, int(m.group(1))
     proc.wait()
     out = "".join(lines)
+    if proc.returncode != 0:  # a finding (or a crash of the engine) ended the run early: say so
+        sys.stderr.write(f"engine exited {proc.returncode} before its time was up; the end of its log:\n{out[-4000:]}\n")
     runs = re.findall(r"stat::number_of_executed_units:\s*(\d+)", out)
     if not runs:
         raise SystemExit(f"the engine gave no totals:\n{out[-3000:]}")
@@ -103,7 +106,11 @@ def main() -> None:
                 name: start(root, target, args.seconds, tmp)
                 for (name, root), tmp in zip(roots.items(), (a, b), strict=False)
             }
-            results = {name: follow(proc) for name, proc in procs.items()}
+            # Each engine's output is read by its own thread: read one after
+            # the other, the second engine blocked on a full pipe meanwhile.
+            with ThreadPoolExecutor(len(procs)) as pool:
+                futures = {name: pool.submit(follow, proc) for name, proc in procs.items()}
+                results = {name: f.result() for name, f in futures.items()}
         line = f"{target:14}"
         for name in roots:
             r = results[name]
