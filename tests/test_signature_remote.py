@@ -94,6 +94,7 @@ def test_files_added_to_and_removed_from_the_hub(capsys, hub, tmp_path, keys):  
     code, lines, _ = scan(capsys, f"hf://{REPO}", "--public-key", str(keys.public))
     assert code == 1
     assert sorted(line.split(" ", 2)[:2] for line in lines) == [
+        [f"{AT}/modeling_x.py:", "ST702"],  # custom code, as in a local folder, judged by its name
         [f"{AT}/modeling_x.py:", "ST804"],
         [f"{AT}/tokenizer.json:", "ST803"],
     ]
@@ -152,9 +153,11 @@ def test_the_bom_of_a_hub_folder(capsys, hub, tmp_path, keys):  # noqa: F811 - h
     assert model["name"] == AT
     props = {p["name"]: p["value"] for p in model["properties"]}
     assert props["stcheck:signature"] == "verified"
-    (weights,) = model["components"]  # only the header checks' files are results
-    assert weights["name"] == "model.safetensors"
-    assert "hashes" not in weights
+    # Every file of the hub's listing; only the safetensors files' headers were read, and nothing hashed.
+    by_name = {c["name"]: c for c in model["components"]}
+    assert set(by_name) == {f.path for files in hub.repos[REPO].values() for f in files}
+    assert not any("hashes" in c for c in model["components"])
+    weights = by_name["model.safetensors"]
     assert {p["name"]: p["value"] for p in weights["properties"]}["stcheck:sha256"].startswith(
         "unknown: only the header"
     )

@@ -23,7 +23,7 @@ from validator._group import group_per_tensor
 from validator._install import install_hint
 from validator._rules import Profile
 from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
-from validator.cli.targets import header_arg, listing_lines, remote_headers
+from validator.cli.targets import header_arg, remote_headers
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -115,6 +115,7 @@ def run_download(args: argparse.Namespace) -> int:  # noqa: C901 - one branch pe
     if dest is None:
         return EXIT_ERROR
     try:
+        from validator.cli.listing import listing_lines  # noqa: PLC0415 - as above
         from validator.remote import DownloadRefused, default_options, download  # noqa: PLC0415 - the remote extra
     except ImportError as exc:
         return _error(f"needs {exc.name}, which is not installed: {install_hint('remote')}")
@@ -127,7 +128,7 @@ def run_download(args: argparse.Namespace) -> int:  # noqa: C901 - one branch pe
         except ValueError as exc:
             return _error(str(exc))
     options = default_options(timeout=args.timeout, concurrency=args.concurrency, headers=remote_headers(args))
-    listed: list[str] = []  # the repository's files (hook: validator.cli.targets.listing_lines)
+    listed: list[str] = []  # the repository's files (hook: validator.cli.listing.listing_lines)
     try:
         done = download(
             args.source,

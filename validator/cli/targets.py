@@ -18,14 +18,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import posixpath
 import re
 import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from validator._check import MAX_PER_RULE, Checker
-from validator._display import escape_line
 from validator._errors import SourceError
 from validator._group import group_per_tensor
 from validator._install import install_hint
@@ -42,6 +40,7 @@ if TYPE_CHECKING:
     from validator._findings import Finding, Report
     from validator._kinds import Other
     from validator.io.index import IndexReport
+    from validator.remote._hub import HubRepo
     from validator.scan.policy import Policy
 
 SUFFIX = ".safetensors"
@@ -208,17 +207,27 @@ def _remote_options(args: argparse.Namespace) -> Any:  # noqa: ANN401 - validato
     )
 
 
-def check_remote(source: str, profile: str, args: argparse.Namespace | None) -> list[Report | IndexReport]:
-    """Check a remote source; raise SourceError with a one-line reason."""
+def check_remote(
+    source: str, profile: str, args: argparse.Namespace | None
+) -> tuple[list[Report | IndexReport], list[Other]]:
+    """Check a remote source: its reports, and a verdict on every other file
+    an hf:// folder lists (judged by name); raise SourceError with a
+    one-line reason."""
     try:
         from validator.remote import check_source  # noqa: PLC0415 - the remote extra loads only for remote sources
     except ImportError as exc:
         msg = f"{source}: remote checks need {exc.name}, which is not installed: {install_hint('remote')}"
         raise SourceError(msg) from exc
+    from validator.cli.listing import remote_others  # noqa: PLC0415 - as above
+
+    repos: list[HubRepo] = []
     try:
-        return check_source(source, profile=profile, options=_remote_options(args or argparse.Namespace()))
+        reports = check_source(
+            source, profile=profile, options=_remote_options(args or argparse.Namespace()), on_repo=repos.append
+        )
     except ValueError as exc:
         raise SourceError(str(exc)) from exc
+    return reports, (remote_others(source, repos[0]) if repos else [])
 
 
 def read_stdin(profile: str) -> Report:
@@ -278,8 +287,9 @@ def check_target(target: Target, profile: str, args: argparse.Namespace | None =
     if target.kind == "index":
         index = validate_index(target.path, profile=profile)
         return Checked(list(index.shards.values()), [index])
-    checked = Checked()
-    for result in check_remote(target.path, profile, args):
+    reports, others = check_remote(target.path, profile, args)
+    checked = Checked(others=others)
+    for result in reports:
         if isinstance(result, IndexReport):
             checked.checkpoints.append(result)
             checked.reports.extend(result.shards.values())
@@ -289,41 +299,6 @@ def check_target(target: Target, profile: str, args: argparse.Namespace | None =
 
 
 # -- download ----------------------------------------------------------------
-
-
-def listing_lines(names: Sequence[str], source: str) -> list[str]:
-    """What `stcheck download` of a repository or folder leaves behind, from
-    the hub's listing (``names``): a line for each pickle and Python file and
-    a count per kind of the rest; nothing for a single-file source."""
-    from validator._kinds import listed_kind, safetensors_copy  # noqa: PLC0415 - only for hf:// sources
-    from validator.remote._hub import is_hf, parse_hf  # noqa: PLC0415 - as above
-
-    if not is_hf(source):
-        return []
-    folder = parse_hf(source).path.strip("/")
-    if folder.endswith(SUFFIX) or is_index(folder):
-        return []
-    left = [
-        n for n in names if (not folder or n.startswith(folder + "/")) and not n.endswith(SUFFIX) and not is_index(n)
-    ]
-    siblings: dict[str, set[str]] = {}
-    for name in names:
-        siblings.setdefault(posixpath.dirname(name), set()).add(posixpath.basename(name))
-    lines = []
-    counts: dict[str, int] = {}
-    for name in left:
-        kind, warning = listed_kind(name)
-        counts[kind] = counts.get(kind, 0) + 1
-        if warning is None:
-            continue
-        copy = None if kind == "Python" else safetensors_copy(name, siblings[posixpath.dirname(name)])
-        note = f"; {copy} is a safetensors copy" if copy is not None else ""
-        lines.append(escape_line(f"{name}: not downloaded: {warning}{note}"))
-    if counts:
-        parts = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
-        total = sum(counts.values())
-        lines.append(escape_line(f"not downloaded (not safetensors): {total} file{'s' if total != 1 else ''}: {parts}"))
-    return lines
 
 
 # -- scan --------------------------------------------------------------------
@@ -448,7 +423,7 @@ def _plan_target(  # noqa: PLR0917 - one private call site
     args: argparse.Namespace | None,
     not_read: frozenset[str],
 ) -> None:
-    from validator.io.index import IndexReport, validate_index  # noqa: PLC0415 - the index modules load only for checkpoints
+    from validator.io.index import validate_index  # noqa: PLC0415 - the index modules load only for checkpoints
     from validator.scan.verdicts import link_result, other_result  # noqa: PLC0415 - only for folders
 
     if target.kind == "file":
@@ -468,10 +443,22 @@ def _plan_target(  # noqa: PLR0917 - one private call site
     elif target.kind == "stdin":
         plan.add_ready(header_result(read_stdin(profile), profile, policy))
     else:
-        for result in check_remote(target.path, profile, args):
-            if isinstance(result, IndexReport):
-                plan.add_ready(index_result(result, profile, policy))
-                for shard in result.shards.values():
-                    plan.add_ready(header_result(shard, profile, policy))
-            else:
-                plan.add_ready(header_result(result, profile, policy))
+        _plan_remote(plan, target, profile, policy, args)
+
+
+def _plan_remote(
+    plan: ScanPlan, target: Target, profile: str, policy: Policy | None, args: argparse.Namespace | None
+) -> None:
+    from validator.io.index import IndexReport  # noqa: PLC0415 - the index modules load only for checkpoints
+    from validator.scan.verdicts import other_result  # noqa: PLC0415 - only for hf:// folders
+
+    reports, others = check_remote(target.path, profile, args)
+    for result in reports:
+        if isinstance(result, IndexReport):
+            plan.add_ready(index_result(result, profile, policy))
+            for shard in result.shards.values():
+                plan.add_ready(header_result(shard, profile, policy))
+        else:
+            plan.add_ready(header_result(result, profile, policy))
+    for other in others:  # judged by name: nothing of them is read
+        plan.add_ready(other_result(other, profile, policy))

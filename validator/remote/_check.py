@@ -285,20 +285,28 @@ def loose_files(client: Client, found: Plan, profile: Profile) -> tuple[list[Ind
 
 
 def check_source(
-    source: str, *, profile: Profile | str = "strict", options: Options | None = None
+    source: str,
+    *,
+    profile: Profile | str = "strict",
+    options: Options | None = None,
+    on_repo: Callable[[HubRepo], None] | None = None,
 ) -> list[Report | IndexReport]:
     """Check every file and checkpoint a remote source names.
 
     ``source`` is an http(s) URL of a safetensors file or of an index, or an
     ``hf://`` address of a file, an index, a folder or a whole repository.
     Returns one Report per lone file and one IndexReport per checkpoint.
-    Raises RemoteError (a SourceError) with the address and the reason when
-    a source cannot be read, and ValueError for a malformed address.
+    ``on_repo``, for an hf:// source, is given the resolved repository (its
+    listing) before any header is fetched.  Raises RemoteError (a
+    SourceError) with the address and the reason when a source cannot be
+    read, and ValueError for a malformed address.
     """
     prof = _profile(profile)
     opts = options or Options()
     with Client(opts) as client:
         found = plan(source, opts)
+        if on_repo is not None and found.hub is not None:
+            on_repo(found.hub)
         checkpoints, rest = loose_files(client, found, prof)
         results = _bounded_map(lambda e: read_header(client, e, prof).report, rest, opts.concurrency)
     out: list[Report | IndexReport] = [*checkpoints]
