@@ -299,10 +299,19 @@ def _read_config(base: str) -> dict[str, Any] | None:
             if st.st_size > MAX_CONFIG_SIZE:
                 return None
             raw = read_exact(fd, 0, MAX_CONFIG_SIZE + 1)
-        if len(raw) > MAX_CONFIG_SIZE:
-            return None
+    except (SourceError, OSError):
+        return None
+    return parse_config(raw)
+
+
+def parse_config(raw: bytes | None) -> dict[str, Any] | None:
+    """A config.json's bytes as a dict, or None when they are missing, larger
+    than MAX_CONFIG_SIZE, not JSON or not a JSON object."""
+    if raw is None or len(raw) > MAX_CONFIG_SIZE:
+        return None
+    try:
         config = json.loads(raw.decode("utf-8"), parse_constant=_refuse_constant)
-    except (SourceError, OSError, ValueError, RecursionError):
+    except (ValueError, RecursionError):
         return None
     return config if isinstance(config, dict) else None
 

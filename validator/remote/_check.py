@@ -17,7 +17,7 @@ from __future__ import annotations
 import posixpath
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urljoin, urlsplit
 
 from validator._errors import RemoteError
@@ -25,11 +25,13 @@ from validator._rules import PREFIX_LEN
 from validator._validate import _profile, check_buffer, validate
 from validator.io.checkpoint import ParsedIndex, ShardProblem, cross_check
 from validator.io.index import (
+    MAX_CONFIG_SIZE,
     MAX_INDEX_SIZE,
     IndexReport,
     index_checker,
     index_report,
     is_index_name,
+    parse_config,
     parse_index,
     unsafe_shard_name,
 )
@@ -134,6 +136,7 @@ class IndexSource:
     shard: Callable[[str], RemoteEntry | None]  # None: the listing shows it does not exist
     rel: str = ""  # where download puts it, relative to the output directory
     headers: Mapping[str, str] = field(default_factory=dict)  # the hub token, for the hub's origin only
+    config: str | None = None  # the URL of the model's config.json beside it (None: the listing has none)
 
 
 def check_index(
@@ -188,8 +191,21 @@ def check_parsed(
             outcomes[shard] = ShardProblem("index-shard-missing", f"shard {shard!r}: {result}")
             continue
         outcomes[shard] = result
-    reports, total = cross_check(parsed, outcomes, out)
+    reports, total = cross_check(parsed, outcomes, out, config=lambda: _config(client, source))
     return index_report(source.display, out, parsed, reports, total)
+
+
+def _config(client: Client, source: IndexSource) -> dict[str, Any] | None:
+    """The model's config.json beside a remote index (fetched only when a
+    tensor the index lists is stored by no shard: its tie evidence), or None
+    when there is none or it cannot be read."""
+    if source.config is None:
+        return None
+    try:
+        raw, _ = fetch_small(client, source.config, MAX_CONFIG_SIZE, source.headers)
+    except RemoteError:
+        return None
+    return parse_config(raw)
 
 
 # -- sources -----------------------------------------------------------------
@@ -203,7 +219,7 @@ def _url_index(url: str) -> IndexSource:
     def shard(name: str) -> RemoteEntry:
         return _url_entry(urljoin(url, quote(name)), name)
 
-    return IndexSource(url, url, shard, posixpath.basename(urlsplit(url).path))
+    return IndexSource(url, url, shard, posixpath.basename(urlsplit(url).path), config=urljoin(url, "config.json"))
 
 
 def _hub_entry(repo: HubRepo, path: str) -> RemoteEntry:
@@ -227,7 +243,15 @@ def _hub_index(repo: HubRepo, path: str) -> IndexSource:
         full = posixpath.join(base, name) if base else name
         return _hub_entry(repo, full) if full in repo.entries else None
 
-    return IndexSource(repo.url(path), repo.display(path), shard, path, repo.headers)
+    config = posixpath.join(base, "config.json") if base else "config.json"
+    return IndexSource(
+        repo.url(path),
+        repo.display(path),
+        shard,
+        path,
+        repo.headers,
+        repo.url(config) if config in repo.entries else None,
+    )
 
 
 @dataclass(frozen=True)
