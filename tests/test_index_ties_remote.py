@@ -75,3 +75,53 @@ def test_no_config_is_fetched_when_every_listed_tensor_is_stored(server, tmp_pat
     url = _serve(server, tmp_path, {"tie_word_embeddings": True})
     assert validate_remote_index(url, options=FAST).valid
     assert not any(path.endswith("config.json") for path, _ in server.site.log)
+
+
+# -- orphans and single files beside a hub index (from the listing) ---------------
+
+
+def _hub_folder(hub, tmp_path, repo):  # noqa: F811 - hub is the fixture
+    files = [
+        HubFile(str(f.relative_to(tmp_path)), f.read_bytes(), lfs=f.suffix == ".safetensors")
+        for f in sorted(tmp_path.rglob("*"))
+        if f.is_file()
+    ]
+    hub.add(repo, files, sha=(repo[-1] * 40))
+    return f"hf://{repo}/model.safetensors.index.json"
+
+
+def test_a_stale_shard_beside_a_hub_index_is_an_orphan(hub, tmp_path):  # noqa: F811 - hub is the fixture
+    import validator
+    from tests.test_index_rules import llama_like
+
+    folder(tmp_path, llama_like())
+    source = _hub_folder(hub, tmp_path, "org/clean")
+    assert validate_remote_index(source, options=FAST).findings == ()
+    validator.save({"old": f32(1)}, tmp_path / "model-00001-of-00099.safetensors")
+    source = _hub_folder(hub, tmp_path, "org/stale")
+    report = validate_remote_index(source, options=FAST)
+    assert [(f.slug, f.severity) for f in report.findings] == [("index-orphan-shard", W)]
+    assert "model-00001-of-00099.safetensors" in report.findings[0].message
+
+
+def test_a_shard_another_hub_index_names_is_no_orphan(hub, tmp_path):  # noqa: F811 - hub is the fixture
+    import validator
+    from tests.test_index_rules import llama_like
+
+    folder(tmp_path, llama_like())
+    validator.save({"old": f32(1)}, tmp_path / "model-00001-of-00099.safetensors")
+    other = {"weight_map": {"old": "model-00001-of-00099.safetensors"}, "metadata": {"total_size": 4}}
+    (tmp_path / "other.safetensors.index.json").write_text(json.dumps(other))
+    report = validate_remote_index(_hub_folder(hub, tmp_path, "org/two"), options=FAST)
+    assert report.findings == ()
+
+
+def test_a_single_file_beside_a_hub_index_is_reported(hub, tmp_path):  # noqa: F811 - hub is the fixture
+    import validator
+    from tests.test_index_rules import llama_like
+
+    folder(tmp_path, llama_like())
+    validator.save({"w": f32(1)}, tmp_path / "model.safetensors")
+    report = validate_remote_index(_hub_folder(hub, tmp_path, "org/both"), options=FAST)
+    assert [f.slug for f in report.findings] == ["index-beside-single-file"]
+    assert "from_pretrained loads 'model.safetensors'" in report.findings[0].message

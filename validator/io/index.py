@@ -48,7 +48,7 @@ from validator.io.checkpoint import ParsedIndex, ShardProblem, cross_check, shar
 from validator.io.names import is_index_name, orphan_candidates, parse_index_name, shard_family, unsafe_shard_name
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Iterator, Mapping
+    from collections.abc import Callable, Collection, Iterator, Mapping
 
     from validator._findings import Report, TensorInfo
     from validator._rules import Profile
@@ -336,11 +336,21 @@ def _check_neighbours(where: str, base: str, listed: Collection[str], out: Check
     except OSError:
         return
     name = os.path.basename(where)  # noqa: PTH119
+    neighbour_findings(name, entries, listed, lambda sibling: _named_by(os.path.join(base, sibling)), out)  # noqa: PTH118
+
+
+def neighbour_findings(
+    name: str, entries: Collection[str], listed: Collection[str], named_by: Callable[[str], set[str]], out: Checker
+) -> None:
+    """index-orphan-shard and index-beside-single-file for the index ``name``
+    among the file names ``entries`` of its folder (local or a hub listing);
+    ``named_by(sibling)`` gives the shards another index of the folder lists
+    (asked only when there are orphan candidates)."""
     orphans = orphan_candidates(name, listed, entries)
     if orphans:
         named: set[str] = set()
         for sibling in sorted(e for e in entries if e != name and is_index_name(e)):
-            named |= _named_by(os.path.join(base, sibling))  # noqa: PTH118
+            named |= named_by(sibling)
         families = {shard_family(shard) for shard in listed}
         for orphan in orphans:
             if orphan in named:

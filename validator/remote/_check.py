@@ -31,6 +31,7 @@ from validator.io.index import (
     index_checker,
     index_report,
     is_index_name,
+    neighbour_findings,
     parse_config,
     parse_index,
     unsafe_shard_name,
@@ -137,6 +138,8 @@ class IndexSource:
     rel: str = ""  # where download puts it, relative to the output directory
     headers: Mapping[str, str] = field(default_factory=dict)  # the hub token, for the hub's origin only
     config: str | None = None  # the URL of the model's config.json beside it (None: the listing has none)
+    siblings: tuple[str, ...] | None = None  # the file names beside it in a hub listing (None: unknown)
+    sibling: Callable[[str], IndexSource] | None = None  # another index of that folder, by name
 
 
 def check_index(
@@ -192,7 +195,26 @@ def check_parsed(
             continue
         outcomes[shard] = result
     reports, total = cross_check(parsed, outcomes, out, config=lambda: _config(client, source))
+    if source.siblings is not None and source.sibling is not None:
+        sibling = source.sibling
+        neighbour_findings(
+            posixpath.basename(source.rel),
+            source.siblings,
+            parsed.first_name,
+            lambda name: _named_by(client, sibling(name)),
+            out,
+        )
     return index_report(source.display, out, parsed, reports, total)
+
+
+def _named_by(client: Client, source: IndexSource) -> set[str]:
+    """The shard names another remote index lists (empty when it cannot be read)."""
+    try:
+        raw, size = fetch_small(client, source.url, MAX_INDEX_SIZE, source.headers)
+    except RemoteError:
+        return set()
+    parsed = parse_index(raw, size, index_checker())
+    return set() if parsed is None else set(parsed.first_name)
 
 
 def _config(client: Client, source: IndexSource) -> dict[str, Any] | None:
@@ -244,14 +266,13 @@ def _hub_index(repo: HubRepo, path: str) -> IndexSource:
         return _hub_entry(repo, full) if full in repo.entries else None
 
     config = posixpath.join(base, "config.json") if base else "config.json"
-    return IndexSource(
-        repo.url(path),
-        repo.display(path),
-        shard,
-        path,
-        repo.headers,
-        repo.url(config) if config in repo.entries else None,
-    )
+    listed = repo.url(config) if config in repo.entries else None
+    siblings = tuple(sorted(posixpath.basename(p) for p in repo.entries if posixpath.dirname(p) == base))
+
+    def sibling(name: str) -> IndexSource:
+        return _hub_index(repo, posixpath.join(base, name) if base else name)
+
+    return IndexSource(repo.url(path), repo.display(path), shard, path, repo.headers, listed, siblings, sibling)
 
 
 @dataclass(frozen=True)
