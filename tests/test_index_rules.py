@@ -653,3 +653,13 @@ def test_scan_of_a_remote_header_caps_policy_findings_and_counts_the_rest(tmp_pa
     (finding,) = [f for f in entry["findings"] if f["rule"] == "policy-dtype-forbidden"]
     assert finding["message"].startswith(f"{n} tensors ('t00000', 't00001', 't00002' and {n - 3} more)")
     assert entry["suppressed"] == 500
+
+
+def test_loading_a_tied_name_says_it_is_stored_in_no_shard_and_what_supplies_it(tmp_path):
+    with validator.open_index(tied_checkpoint(tmp_path)) as ckpt:
+        assert "lm_head.weight" in ckpt  # the index lists it
+        with pytest.raises(KeyError) as exc:  # TensorNotFoundError, a LoadError and a KeyError
+            ckpt.get("lm_head.weight")
+        assert "'lm_head.weight' is stored in no shard" in str(exc.value)
+        assert "model.embed_tokens.weight" in str(exc.value)
+        assert ckpt.get("model.norm.weight").shape == (2,)

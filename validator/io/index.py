@@ -469,6 +469,13 @@ class ShardedFile:
             # Opening validates the shard again, from the bytes it maps.
             handle = SafetensorsFile(os.path.join(self._base, shard), **self._options)  # noqa: PTH118
             self._open[shard] = handle
+        if name not in handle:
+            tie = next((f for f in self.report.findings if f.slug == "index-tensor-tied" and f.tensor == name), None)
+            if tie is not None:
+                # Listed, stored by no shard, and supplied by a tie (ST513):
+                # loaders that tie weights fill it in; this one reads bytes.
+                msg = f"{self.report.path}: {name!r} is stored in no shard: {tie.message}"
+                raise TensorNotFoundError(msg)
         return handle
 
     def info(self, name: str) -> TensorInfo:
