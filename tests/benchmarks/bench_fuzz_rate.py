@@ -72,7 +72,9 @@ def follow(proc: subprocess.Popen[str]) -> dict[str, Any]:
     proc.wait()
     out = "".join(lines)
     if proc.returncode != 0:  # a finding (or a crash of the engine) ended the run early: say so
-        sys.stderr.write(f"engine exited {proc.returncode} before its time was up; the end of its log:\n{out[-4000:]}\n")
+        sys.stderr.write(
+            f"engine exited {proc.returncode} before its time was up; the end of its log:\n{out[-4000:]}\n"
+        )
     runs = re.findall(r"stat::number_of_executed_units:\s*(\d+)", out)
     if not runs:
         raise SystemExit(f"the engine gave no totals:\n{out[-3000:]}")
