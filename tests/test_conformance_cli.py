@@ -263,3 +263,33 @@ def test_a_reject_exception_must_be_module_colon_name(tmp_path, capsys, bad):
     assert code == 2
     assert err == f"stcheck: --reject-exception {bad}: write it MODULE:NAME (builtins:KeyError, mypkg.errors:Bad)\n"
     assert out == ""
+
+
+def test_the_matrix_run_of_stcheck_ends_with_its_verdict(capsys):
+    argv = ["conformance", "--corpus", str(CORPUS), "--only", "stcheck-strict", "--only", "stcheck-reference"]
+    for glob in SMALL:
+        argv += ["--files", glob]
+    assert main([*argv, "--quiet"]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last == (
+        "passed: all 6 verdicts of stcheck-reference, stcheck-strict as expected "
+        "(4 as the corpus requires, 2 on implementation-defined i_ files)"
+    )
+
+
+def test_a_wrong_verdict_of_stcheck_fails_the_matrix_run(capsys, monkeypatch):
+    from validator.conformance import runner
+
+    real = runner.run_all
+
+    def one_wrong(*args, **kwargs):
+        results = real(*args, **kwargs)
+        wrong = next(r for r in results if r.status == "expected")
+        return [r if r is not wrong else type(r)(**{**vars(r), "status": "should-have-rejected"}) for r in results]
+
+    monkeypatch.setattr("validator.cli.conformance.run_all", one_wrong)
+    argv = ["conformance", "--corpus", str(CORPUS), "--only", "stcheck-strict", "--files", SMALL[0], "--quiet"]
+    assert main(argv) == 1
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "FAILED: 1 of stcheck's 1 verdict: not the ones the corpus requires"
+    )

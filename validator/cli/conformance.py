@@ -194,6 +194,29 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901 - one branch per option 
     _print_totals(impls, results)
     if args.out:
         _out(f"wrote {Path(args.out) / 'results.jsonl'}, summary.md and results.html")
+    return _verdict_line(impls, results)
+
+
+def _verdict_line(impls: list[Impl], results: list[Result]) -> int:
+    """The matrix run's last line: stcheck's own profiles decide the exit code
+    (a verdict the corpus does not expect is a failure of stcheck); other
+    implementations' failures are what the matrix reports, not an error."""
+    own = {i.name for i in impls if i.name.startswith("stcheck-")}
+    mine = [r for r in results if r.impl in own]
+    wrong = [r for r in mine if r.status in FAILING]
+    if wrong:
+        _out(f"FAILED: {len(wrong)} of stcheck's {plural(len(mine), 'verdict')}: not the ones the corpus requires")
+        return EXIT_INVALID
+    defined = sum(1 for r in mine if r.status in {"i-accepted", "i-rejected"})
+    others = sum(1 for r in results if r.impl not in own and r.status in FAILING)
+    if mine:
+        _out(
+            f"passed: all {len(mine)} verdicts of {', '.join(sorted(own))} as expected "
+            f"({len(mine) - defined} as the corpus requires, {defined} on implementation-defined i_ files)"
+            + (f"; other implementations: {plural(others, 'failing result')}" if others else "")
+        )
+    elif others:
+        _out(f"done: {plural(others, 'failing result')} among the implementations run (the matrix above)")
     return EXIT_OK
 
 
