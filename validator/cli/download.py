@@ -23,7 +23,7 @@ from validator._group import group_per_tensor
 from validator._install import install_hint
 from validator._rules import Profile
 from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
-from validator.cli.targets import header_arg, remote_headers
+from validator.cli.targets import add_remote_options, remote_headers
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -51,28 +51,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--progress", choices=["auto", "always", "never"], default="auto", help="progress on stderr (default auto)"
     )
-    p.add_argument(
-        "--network-timeout",
-        dest="timeout",
-        type=float,
-        default=30.0,
-        metavar="S",
-        help="seconds per network connect and per read (default 30)",
-    )
-    p.add_argument("--timeout", dest="timeout", type=float, help=argparse.SUPPRESS)  # the old name
-    p.add_argument(
-        "--concurrency", type=int, default=16, metavar="N", help="header fetches in flight at once (default 16)"
-    )
-    p.add_argument(
-        "-H",
-        "--header",
-        dest="headers",
-        action="append",
-        type=header_arg,
-        default=[],
-        metavar="'NAME: VALUE'",
-        help="an HTTP request header for a private server, as curl -H (repeatable; sent to the URL's origin only)",
-    )
+    add_remote_options(p)  # --network-timeout, --concurrency, -H/--header: as check, scan and inspect
     p.set_defaults(run=run_download)
 
 
