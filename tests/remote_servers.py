@@ -243,6 +243,7 @@ class FakeHub:
         self.repos: dict[str, dict[str, list[HubFile]]] = {}
         self.refs: dict[tuple[str, str], str] = {}
         self.token: str | None = None  # when set, every route needs it
+        self.required: tuple[str, str] | None = None  # (name, value): a private hub's header, on every route
         self.oid_override: dict[str, str] = {}  # path -> the sha256 the hub claims
         self.api_drip = 0.0  # sleep between 1-byte writes of the repo API's status line and headers
         self.api_drip_for = 15.0
@@ -263,6 +264,9 @@ class FakeHub:
         return self.refs.get((repo, rev))
 
     def handle(self, h: Handler, path: str) -> bool:
+        if self.required is not None and h.headers.get(self.required[0]) != self.required[1]:
+            h._simple(403, b'{"error": "a private hub: the header is missing"}', {"Content-Type": "application/json"})
+            return True
         authorised = self.token is None or h.headers.get("Authorization") == f"Bearer {self.token}"
         if not authorised and not path.startswith("/cdn/"):
             h._simple(401, b'{"error": "Invalid credentials"}', {"Content-Type": "application/json"})

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from scan_fixtures import build, write
 
-from validator.scan.deep import ZERO_MIN_ELEMENTS, zero_is_suspicious
-from validator.scan.engine import Job, Options, scan_file
+from validator.pipeline.engine import Job, Options, scan_file
+from validator.read.deep import ZERO_MIN_ELEMENTS, zero_is_suspicious
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -173,6 +173,6 @@ def test_no_sbom_extra_is_a_one_line_error(capsys, tmp_path, monkeypatch):
     code = main(["scan", "--no-config", "--format", "cyclonedx", str(path)])
     err = capsys.readouterr().err
     assert code == 2
-    from validator._install import install_hint
+    from validator.config.install import install_hint
 
     assert err == f"stcheck scan: --format cyclonedx needs cyclonedx-python-lib: {install_hint('sbom')}\n"

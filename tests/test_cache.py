@@ -21,8 +21,9 @@ from cluster_fixtures import mixed_tree, normalised, postgres_server
 from scan_fixtures import build, clean_file, f32, nan_inf_file, write
 
 from validator.cli.main import main
-from validator.scan import engine
-from validator.scan.cache import (
+from validator.config.policy import parse_policy
+from validator.pipeline import engine
+from validator.pipeline.cache import (
     Lookup,
     cacheable,
     decode,
@@ -31,9 +32,8 @@ from validator.scan.cache import (
     open_cache,
     remote_identity,
 )
-from validator.scan.engine import Job, Options, run_jobs, scan_file
-from validator.scan.policy import parse_policy
-from validator.scan.runner import timed_scan, timeout_result
+from validator.pipeline.engine import Job, Options, run_jobs, scan_file
+from validator.pipeline.runner import timed_scan, timeout_result
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -386,7 +386,7 @@ def test_run_jobs_hooks_see_every_result_once(tmp_path):
 
 
 def test_a_postgresql_password_never_reaches_a_message(capsys, tmp_path):
-    from validator.scan.cache import _redact
+    from validator.pipeline.cache import _redact
 
     assert _redact("postgresql://scan:s3cret@db:5432/x") == "postgresql://scan:***@db:5432/x"
     assert _redact("postgresql://scan@db/x") == "postgresql://scan@db/x"

@@ -19,9 +19,9 @@ import pytest
 from scan_fixtures import build, clean_file, f32, write
 
 from validator.cli.main import main
-from validator.scan import cache as cache_mod
-from validator.scan.cache import Lookup, local_identity, open_cache
-from validator.scan.engine import Job, Options, scan_file
+from validator.pipeline import cache as cache_mod
+from validator.pipeline.cache import Lookup, local_identity, open_cache
+from validator.pipeline.engine import Job, Options, scan_file
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -176,7 +176,7 @@ def test_a_hit_reports_this_runs_policy_file(tmp_path, capsys):
 
 
 def test_the_stamp_is_read_back_from_any_identity(tmp_path):
-    from validator.scan.cache import _stamp_in, file_identity, remote_identity
+    from validator.pipeline.cache import _stamp_in, file_identity, remote_identity
 
     stamp = (72, 1_700_000_000_123_456_789, 1_700_000_000_987_654_321, 12345, 66306)
     for name in ("a.safetensors", 'we,ird "na],me\\\u00e9\udcff.safetensors'):

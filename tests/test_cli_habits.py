@@ -413,8 +413,8 @@ def test_no_count_is_written_without_the_plural_helper() -> None:
     sources = [
         *ROOT.glob("validator/cli/*.py"),
         *ROOT.glob("validator/scan/format*.py"),
-        ROOT / "validator/scan/sarif.py",
-        ROOT / "validator/scan/junit.py",
+        ROOT / "validator/report/sarif.py",
+        ROOT / "validator/report/junit.py",
     ]
     found = [f"{p.name}: {m.group(0)}" for p in sources for m in pattern.finditer(p.read_text(encoding="utf-8"))]
     assert found == []
@@ -433,7 +433,7 @@ def test_the_progress_bar_counts_bytes_and_speed_in_the_same_units() -> None:
     pytest.importorskip("rich")
     from rich.progress import DownloadColumn, TransferSpeedColumn
 
-    from validator.scan.progress import rich_progress
+    from validator.report.progress import rich_progress
 
     progress = rich_progress("scanning")
     columns = progress.columns
@@ -447,7 +447,7 @@ def test_the_progress_bar_counts_bytes_and_speed_in_the_same_units() -> None:
 def test_findings_count_in_the_singular_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import validator
     from validator._check import Checker
-    from validator.scan.policy import Policy, check_policy
+    from validator.config.policy import Policy, check_policy
 
     (finding,) = validator.validate(b"\x01").findings
     assert finding.message == "file is 1 byte; the 8-byte length prefix alone needs 8"

@@ -22,9 +22,9 @@ from cluster_fixtures import mixed_tree, normalised
 from scan_fixtures import build, f32, pickle_payload, sha256, write
 
 from validator.cli.main import main
-from validator.scan.engine import Job, Options, scan_file
-from validator.scan.integrity import Expected
-from validator.scan.ranges import Plan, cut, plan, scan_split
+from validator.pipeline.engine import Job, Options, scan_file
+from validator.pipeline.ranges import Plan, cut, plan, scan_split
+from validator.read.integrity import Expected
 
 distributed = pytest.importorskip(
     "distributed", reason="the cluster tests need dask[distributed]: pip install '.[cluster]' from this checkout"
@@ -139,7 +139,7 @@ def test_local_cluster_external_cluster_and_warm_cache_agree(tree, tmp_path, cap
 
 
 def test_a_worker_killed_mid_scan_loses_and_doubles_nothing(tree):
-    from validator.scan.cluster import scan_with_client
+    from validator.pipeline.cluster import scan_with_client
 
     paths = sorted(str(p) for p in tree.rglob("*.safetensors"))
     jobs = [Job(p, ((p, None),)) for p in paths]
@@ -296,7 +296,7 @@ def test_small_or_invalid_files_are_not_split(tmp_path):
 
 
 def test_split_scan_on_a_cluster_matches_and_checks_digests(tmp_path):
-    from validator.scan.cluster import scan_with_client
+    from validator.pipeline.cluster import scan_with_client
 
     cases = _split_cases()
     jobs, wanted = [], []
@@ -338,7 +338,7 @@ def test_timeouts_and_the_progress_bar_on_a_cluster(tmp_path, capsys):
 
 
 def test_the_cluster_bar_counts_files_bytes_and_workers():
-    from validator.scan.cluster import _Bar
+    from validator.pipeline.cluster import _Bar
 
     class FakeClient:
         def nthreads(self):

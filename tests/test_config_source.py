@@ -125,7 +125,7 @@ def test_hub_cache_is_a_scanned_path(tmp_path, capsys, monkeypatch):
 
 
 def test_discovery_alone(tmp_path):
-    from validator.scan.policy import discover_policy, find_pyproject_policy
+    from validator.config.policy import discover_policy, find_pyproject_policy
 
     write(tmp_path / "pyproject.toml", b"[tool.stcheck]\nmax_tensors = 3\n")
     write(tmp_path / "dl" / "pyproject.toml", b"[tool.stcheck]\nmax_tensors = 1\n")

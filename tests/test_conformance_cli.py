@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from validator import _command
 from validator.cli.main import main
 from validator.conformance.harness import Raw, classify, load_cases
+from validator.harness import command as _command
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "corpus"
@@ -244,7 +244,7 @@ def test_a_loader_dies_with_a_harness_that_is_killed(tmp_path):
     # A killed fuzz engine or harness runs no atexit: the loader must not outlive it.
     pid_file = tmp_path / "loader"
     harness = (
-        "import sys\nfrom validator import _command\n"
+        "import sys\nfrom validator.harness import command as _command\n"
         f"_command.run(['sh', '-c', 'echo $$ > {pid_file}; exec sleep 60'], timeout=100)\n"
     )
     proc = subprocess.Popen([sys.executable, "-c", harness], env={**os.environ, "PYTHONPATH": str(ROOT)})

@@ -1,6 +1,6 @@
 # The command protocol of a loader under test (issue 20): how an exit code,
 # a signal and what the loader wrote on stderr become accepted, rejected or
-# a crash.  One rule (validator/_rejection.py) serves `stcheck conformance
+# a crash.  One rule (validator/harness/rejection.py) serves `stcheck conformance
 # --impl CMD` and `stcheck fuzz loader-under-test --loader-cmd CMD`, and it
 # is the rule a function loader's exception gets, judged by class name.
 # Unit tests of the rule first, then real child processes (a traceback, a
@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from validator._rejection import REJECT_EXIT, judge_exit, traceback_exception
 from validator.cli.main import main
 from validator.conformance.harness import load_cases, probe, run_all, user_impl
 from validator.fuzz import loader_under_test as yours
 from validator.fuzz.seeds import seed_files
+from validator.harness.rejection import REJECT_EXIT, judge_exit, traceback_exception
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "corpus"

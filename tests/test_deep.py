@@ -23,8 +23,8 @@ from scan_fixtures import (
     zip_payload,
 )
 
-from validator.scan.deep import LONG_VALUE, ZERO_TAIL_MIN, head_signature, tail_has_eocd
-from validator.scan.engine import Job, Options, scan_file
+from validator.pipeline.engine import Job, Options, scan_file
+from validator.read.deep import LONG_VALUE, ZERO_TAIL_MIN, head_signature, tail_has_eocd
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -10,8 +10,8 @@ import pytest
 
 import validator
 from validator import RULES, Profile
-from validator._explain import EXAMPLES
 from validator.cli.main import main
+from validator.report.explain import EXAMPLES
 
 
 def test_every_rule_has_an_example_and_a_fix() -> None:
@@ -64,7 +64,7 @@ def test_rules_for_a_scan_rule_describes_its_example(capsys: pytest.CaptureFixtu
 
 def test_spec_links_only_where_the_spec_is_hosted(monkeypatch) -> None:
     # stcheck has no fixed public address: no made-up URL in SARIF or `rules`.
-    from validator.scan import format_common, sarif
+    from validator.report import format_common, sarif
 
     monkeypatch.delenv("STCHECK_SPEC_URL", raising=False)
     assert all("helpUri" not in r for r in sarif.rules())

@@ -1,7 +1,7 @@
 # Strategy: every hint that says how to install an extra works as written
 # (issue 24).  stcheck is on no package index: `pip install 'stcheck[remote]'`
 # finds nothing today and whatever squats the name tomorrow.  The one hint
-# function (validator._install.install_hint) names this checkout, the
+# function (validator.config.install.install_hint) names this checkout, the
 # checkout pip installed from (PEP 610's direct_url.json), or the extra's own
 # PyPI packages; each command and library error that needs an extra uses it.
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-import validator._install as install
 from validator._errors import SourceError
 from validator.cli.main import main
+from validator.config import install
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECKOUT_HINT = f"pip install '{ROOT}[remote]' (the remote extra, from this checkout of stcheck)"
@@ -145,7 +145,7 @@ def test_hf_addresses_without_huggingface_hub(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_a_cluster_without_dask(monkeypatch: pytest.MonkeyPatch) -> None:
-    from validator.scan.cluster import ClusterError, _import_distributed
+    from validator.pipeline.cluster import ClusterError, _import_distributed
 
     _hide(monkeypatch, "distributed")
     with pytest.raises(ClusterError) as caught:
@@ -157,7 +157,7 @@ def test_a_cluster_without_dask(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_a_postgres_cache_without_psycopg(monkeypatch: pytest.MonkeyPatch) -> None:
-    from validator.scan.cache import CacheError, PostgresCache
+    from validator.pipeline.cache import CacheError, PostgresCache
 
     _hide(monkeypatch, "psycopg")
     with pytest.raises(CacheError) as caught:
@@ -181,7 +181,7 @@ def test_a_deep_scan_without_numpy(
 
 
 def test_the_library_says_the_same_where_it_raises(monkeypatch: pytest.MonkeyPatch) -> None:
-    from validator.cli.targets import check_remote
+    from validator.pipeline.plan import check_remote
 
     _hide(monkeypatch, "urllib3")
     with pytest.raises(SourceError, match=re.escape(CHECKOUT_HINT)):

@@ -1,19 +1,31 @@
 # The package's layers, checked over its import graph.  Every import
 # statement counts, wherever it stands: at module level, inside a function,
-# or under `if TYPE_CHECKING:`.
+# or under `if TYPE_CHECKING:`.  The layers read like the path the data
+# takes, from the bytes up to the command line; each may import only the
+# layers below it (ORDER) and itself:
 #
-#   core         validator/_*.py: the validation core; imports only itself
-#   io           loader, writer, index, devices, dtype maps; imports the core
-#   testing      the strategies' internals; imports the core
-#   scan, fuzz, conformance, remote, compat
-#                applications; import the core and io (fuzz also drives the
-#                strategies; remote also runs the deep scanner while it downloads;
-#                compat is the drop-in safetensors API over the loader and writer)
-#   cli          the command line; imports anything
+#   core       validator/_*.py: the byte checks of the format; imports only itself
+#   io         loader, writer, index, devices, dtype maps, the names of files
+#   sources    what an argument names: the scheme registry, the one resolve(),
+#              the folder walk and the file kinds
+#   config     the policy in force, settings read once from the environment,
+#              install hints
+#   read       the primitives of a file's one read: the pass, digests, deep
+#              checks, the identity of the bytes judged
+#   report     the result model and its writers (text, JSON, SARIF, JUnit, BOM)
+#   signing    signature verification (OMS) and the signed digests
+#   remote     http(s):// and hf:// sources, and download
+#   pipeline   the stages: plan, the worker pool and cache, judge, vet()
+#   cli        the command line: argparse, then the pipeline, then the writers
 #
-# Facades: `validator/__init__.py` (the core, plus io for the typed lazy
-# exports), `validator/strategies.py` (testing) and `validator/__main__.py`
-# (cli).  Importing a facade counts as importing what it may import.
+# Beside that path: harness (running somebody else's loader; core only),
+# conformance and fuzz (applications over the core, io and the harness),
+# compat (the drop-in safetensors API over io), testing and strategies.
+#
+# Facades: `validator/__init__.py` (the core, plus io and the pipeline for
+# the typed lazy exports), `validator/strategies.py` (testing) and
+# `validator/__main__.py` (cli).  Importing a facade counts as importing what
+# it may import.
 from __future__ import annotations
 
 import ast
@@ -27,21 +39,19 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "validator"
 
+ORDER = ("core", "io", "sources", "config", "read", "report", "signing", "remote", "pipeline")
 # layer -> the layers its modules may import
 ALLOWED: dict[str, frozenset[str]] = {
-    "core": frozenset({"core"}),
-    "io": frozenset({"core", "io"}),
+    **{name: frozenset(ORDER[: i + 1]) for i, name in enumerate(ORDER)},
+    "pipeline": frozenset({*ORDER, "package"}),
     "testing": frozenset({"core", "testing"}),
-    "scan": frozenset({"core", "io", "scan", "package"}),
-    "fuzz": frozenset({"core", "io", "fuzz", "package", "testing", "strategies"}),
-    "conformance": frozenset({"core", "io", "conformance", "package"}),
-    "package": frozenset({"core", "io", "package"}),
+    "harness": frozenset({"core", "harness"}),
+    "fuzz": frozenset({"core", "io", "harness", "fuzz", "package", "testing", "strategies"}),
+    "conformance": frozenset({"core", "io", "harness", "conformance", "package"}),
+    "package": frozenset({"core", "io", "package", "pipeline"}),
     "strategies": frozenset({"core", "testing", "strategies"}),
-    "remote": frozenset({"core", "io", "scan", "remote", "package"}),
     "compat": frozenset({"core", "io", "compat", "package"}),
-    "cli": frozenset(
-        {"core", "io", "testing", "scan", "fuzz", "conformance", "remote", "cli", "package", "strategies"}
-    ),
+    "cli": frozenset({*ORDER, "testing", "harness", "fuzz", "conformance", "compat", "cli", "package", "strategies"}),
     "main": frozenset({"cli", "package"}),
 }
 
@@ -163,16 +173,22 @@ def test_the_check_sees_upward_local_and_type_checking_imports():
         if TYPE_CHECKING:
             from validator.io.index import IndexReport
         def f():
-            from .scan import engine
+            from .pipeline import engine
             import validator.cli.main
         """
     )
-    known = {"validator._errors", "validator.io.index", "validator.scan", "validator.scan.engine", "validator.cli.main"}
+    known = {
+        "validator._errors",
+        "validator.io.index",
+        "validator.pipeline",
+        "validator.pipeline.engine",
+        "validator.cli.main",
+    }
     graph = {"validator._errors": imported("validator._errors", source, is_package=False, known=known)}
     assert violations(graph) == [
         "validator._errors (core) imports validator.cli.main (cli)",
         "validator._errors (core) imports validator.io.index (io)",
-        "validator._errors (core) imports validator.scan.engine (scan)",
+        "validator._errors (core) imports validator.pipeline.engine (pipeline)",
     ]
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
@@ -194,33 +210,61 @@ HEAVY = (
     "safetensors",
     "multiprocessing",
     "concurrent.futures",
-    "validator.scan",
+    "validator.pipeline.engine",
+    "validator.pipeline.runner",
+    "validator.pipeline.vet",
+    "validator.read",
+    "validator.signing",
     "validator.fuzz",
     "validator.conformance",
     "validator.testing",
     "validator.remote",
     "validator.compat",
-    "validator.io",
+    "validator.io.loader",
+    "validator.io.writer",
+    "validator.io.index",
 )
 
 
-# The part of validator.scan that `stcheck check` shares with `stcheck scan`
-# (one policy, one result type, one writer per format): modules that import
-# only the core and each other, never the engine, multiprocessing or numpy
-# (checked over the import graph below), so check FILE stays light.
+# What `stcheck check` shares with `stcheck scan` (one policy, one result
+# type, one writer per format): modules that import only the core and each
+# other, never the engine, multiprocessing or numpy (checked over the import
+# graph below), so check FILE stays light.  The plan (pipeline.plan) and the
+# grammar (sources.targets) load the index and remote modules lazily, only
+# for an index or a URL; the start-up tests below run check FILE for real.
 SHARED_WITH_CHECK = (
-    "validator.scan",
-    "validator.scan.format_common",
-    "validator.scan.formats",
-    "validator.scan.policy",
-    "validator.scan.results",
-    "validator.scan.verdicts",
+    "validator.pipeline",
+    "validator.pipeline.verdicts",
+    "validator.sources",
+    "validator.sources.schemes",
+    "validator.sources.walk",
+    "validator.sources.kinds",
+    "validator.config",
+    "validator.config.policy",
+    "validator.config.resolve",
+    "validator.config.settings",
+    "validator.config.install",
+    "validator.io",
+    "validator.io.names",
+    "validator.report",
+    "validator.report.format_common",
+    "validator.report.formats",
+    "validator.report.results",
+    "validator.report.group",
 )
 # Also light, and reached from those: the formats loaded only when chosen
 # (SARIF, JUnit, the CycloneDX BOM, whose cyclonedx import is itself lazy),
-# and the type of a result's stamp (validator.scan.identity, under
-# TYPE_CHECKING).
-SHARED_LIGHT = ("validator.scan.sarif", "validator.scan.junit", "validator.scan.bom", "validator.scan.identity")
+# the rule explanations SARIF quotes, the type of a result's stamp
+# (validator.read.identity, under TYPE_CHECKING), the index modules loaded
+# only for an index, and remote sources loaded only for a URL.
+SHARED_LIGHT = (
+    "validator.report.sarif",
+    "validator.report.junit",
+    "validator.report.bom",
+    "validator.report.explain",
+    "validator.read",
+    "validator.read.identity",
+)
 
 
 def test_what_check_shares_with_scan_imports_only_the_core():

@@ -8,7 +8,7 @@ import pytest
 from scan_fixtures import all_zero_file, build, clean_file, f32, f64_file, write
 
 from validator.cli.main import main
-from validator.scan.policy import PolicyError, load_policy, parse_policy
+from validator.config.policy import PolicyError, load_policy, parse_policy
 
 
 def scan_json(capsys, *argv: str) -> tuple[int, dict]:

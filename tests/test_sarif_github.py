@@ -15,9 +15,9 @@ import jsonschema
 import pytest
 from scan_fixtures import build, clean_file, f32, sha256, write
 
-from validator._explain import EXAMPLES
 from validator._rules import RULES
 from validator.cli.main import main
+from validator.report.explain import EXAMPLES
 
 ROOT = Path(__file__).resolve().parent.parent
 SARIF_SCHEMA = json.loads((ROOT / "tests" / "data" / "sarif" / "sarif-schema-2.1.0.json").read_text())

@@ -14,8 +14,9 @@ from scan_fixtures import all_zero_file, build, clean_file, f32, fake_hf_cache, 
 
 from validator.cli import scan as _cmd_scan
 from validator.cli.main import main
-from validator.scan import engine as _scan
-from validator.scan.engine import Job, Options, hf_cache_jobs, run_jobs
+from validator.pipeline import engine as _scan
+from validator.pipeline.engine import Job, Options, run_jobs
+from validator.pipeline.hubcache import default_hf_cache, hf_cache_jobs
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -185,11 +186,11 @@ def test_hf_cache_intact_is_clean(tmp_path, capsys):
 
 def test_hf_cache_default_location_from_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
-    assert _scan.default_hf_cache() == str(tmp_path / "hub")
+    assert default_hf_cache() == str(tmp_path / "hub")
     monkeypatch.delenv("HF_HUB_CACHE")
     monkeypatch.delenv("HUGGINGFACE_HUB_CACHE", raising=False)
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-    assert _scan.default_hf_cache() == str(tmp_path / "hf" / "hub")
+    assert default_hf_cache() == str(tmp_path / "hf" / "hub")
 
 
 def test_hf_cache_dangling_link_is_an_io_error(tmp_path):

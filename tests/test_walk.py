@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 from scan_fixtures import clean_file, write
 
-from validator._kinds import classify, safetensors_copy
 from validator.cli.main import main
+from validator.sources.kinds import classify, safetensors_copy
 
 
 class _Evil:

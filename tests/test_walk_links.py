@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 import pytest
 from scan_fixtures import build, clean_file, f32, fake_hf_cache, sha256, write
 
-from validator._walk import walk
 from validator.cli.main import main
 from validator.io.index import is_index_name
+from validator.sources.walk import walk
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -148,12 +148,20 @@ def test_deep_trees_do_not_recurse(tmp_path):
     assert [f.kind for f in tree.found] == ["safetensors"]
 
 
-def test_vcs_folders_are_skipped(tmp_path, capsys):
+def test_only_the_top_git_folder_is_skipped(tmp_path, capsys):
     write(tmp_path / "m" / "model.safetensors", clean_file())
     write(tmp_path / "m" / ".git" / "objects" / "pack.pack", b"PACK")
     rc, out, _ = _run(capsys, "check", str(tmp_path / "m"))
     assert rc == 0
     assert "other file" not in out
+    # Any other version-control folder is judged like anything else.
+    write(tmp_path / "m" / ".hg" / "hgrc", b"[hooks]\n")
+    write(tmp_path / "m" / "sub" / ".git" / "hooks" / "post-checkout.py", b"import os\n")
+    write(tmp_path / "m" / ".svn" / "entries", b"12\n")
+    tree = walk(str(tmp_path / "m"), is_index=is_index_name)
+    rel = sorted(os.path.relpath(f.path, tmp_path / "m") for f in tree.found)
+    assert rel == [".hg/hgrc", ".svn/entries", "model.safetensors", "sub/.git/hooks/post-checkout.py"]
+    assert tree.skipped == [str(tmp_path / "m" / ".git")]
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")

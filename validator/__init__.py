@@ -24,13 +24,14 @@ from validator._errors import (
 from validator._findings import Finding, Report, TensorInfo
 from validator._rules import REFERENCE_ERRORS, RULES, Profile, Rule, Severity, rule
 from validator._validate import ensure_valid, is_valid, validate
+from validator._version import __version__
 
 if TYPE_CHECKING:  # the lazy exports below, typed for users' type checkers
     from validator.io.index import open_index, validate_index
     from validator.io.loader import open_file as open  # noqa: A004 - `validator.open` is the public name
     from validator.io.writer import save
+    from validator.pipeline.vet import VetError, VetOptions, Vetted, vet
 
-__version__ = "0.1.0"
 
 __all__ = [
     "DTYPES",
@@ -49,6 +50,9 @@ __all__ = [
     "SourceError",
     "StcheckError",
     "TensorInfo",
+    "VetError",
+    "VetOptions",
+    "Vetted",
     "WriteError",
     "WriteIOError",
     "__version__",
@@ -60,16 +64,22 @@ __all__ = [
     "save",
     "validate",
     "validate_index",
+    "vet",
 ]
 
-# The loader, writer and index checker import numpy/torch when used; they are
-# imported on first attribute access so that `import validator` stays light
+# The loader, writer and index checker import numpy/torch when used, and
+# vet() (the run `stcheck scan` makes) its worker pool; they are imported on
+# first attribute access so that `import validator` stays light
 # (type checkers see them through the TYPE_CHECKING imports above).
 _LAZY = {
     "open": ("validator.io.loader", "open_file"),
     "save": ("validator.io.writer", "save"),
     "open_index": ("validator.io.index", "open_index"),
     "validate_index": ("validator.io.index", "validate_index"),
+    "vet": ("validator.pipeline.vet", "vet"),
+    "VetOptions": ("validator.pipeline.vet", "VetOptions"),
+    "Vetted": ("validator.pipeline.vet", "Vetted"),
+    "VetError": ("validator.pipeline.vet", "VetError"),
 }
 
 

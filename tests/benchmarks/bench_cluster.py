@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from validator.scan.engine import Job, Options  # noqa: E402 - after the path set-up
+from validator.pipeline.engine import Job, Options  # noqa: E402 - after the path set-up
 
 
 def make_file(path: Path, size: int, tensors: int, seed: int) -> None:
@@ -98,7 +98,7 @@ def bench_cache(top: Path, files: int, size_kib: int) -> None:
 def bench_cluster(top: Path, count: int, size_mib: int, reps: int) -> None:
     import distributed
 
-    from validator.scan.cluster import scan_with_client
+    from validator.pipeline.cluster import scan_with_client
 
     tree = top / "deep"
     tree.mkdir()
@@ -114,7 +114,7 @@ def bench_cluster(top: Path, count: int, size_mib: int, reps: int) -> None:
     options = Options(deep=True)
     total = count * size_mib
     print(f"\n## Dask: {count} files of {size_mib} MiB ({total} MiB), --deep (sha256 + content checks), best of {reps}")
-    from validator.scan.engine import run_jobs
+    from validator.pipeline.engine import run_jobs
 
     def clock(fn: object) -> float:
         started = time.perf_counter()

@@ -33,8 +33,8 @@ sys.path.insert(0, str(ROOT))
 
 from tests.benchmarks.bench_scan import make_file, measure  # noqa: E402 - after the path is set
 from tests.sign_fixtures import ec_keys, sign_with_key  # noqa: E402 - as above
-from validator.scan.engine import Job, Options, scan_file  # noqa: E402 - as above
-from validator.scan.signhash import WHOLE_SHA256, DigestSpec  # noqa: E402 - as above
+from validator.pipeline.engine import Job, Options, scan_file  # noqa: E402 - as above
+from validator.signing.signhash import WHOLE_SHA256, DigestSpec  # noqa: E402 - as above
 
 SHARD = 256 << 20
 READS = (

@@ -1,10 +1,9 @@
-"""What every subcommand shares: the exit codes.  Imports nothing, so a
-subcommand module never imports `validator.cli.main` (which imports it)."""
+"""What every subcommand shares: the exit codes (validator.report.results
+defines them for the library and the commands alike).  A subcommand module
+never imports `validator.cli.main` (which imports this)."""
 
 from __future__ import annotations
 
-from typing import Final
+from validator.report.results import EXIT_ERROR, EXIT_INVALID, EXIT_OK
 
-EXIT_OK: Final = 0
-EXIT_INVALID: Final = 1
-EXIT_ERROR: Final = 2
+__all__ = ["EXIT_ERROR", "EXIT_INVALID", "EXIT_OK"]

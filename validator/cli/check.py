@@ -19,9 +19,9 @@ import time
 from typing import TYPE_CHECKING
 
 from validator._display import escape_line
-from validator._errors import SourceError
 from validator._rules import BY_CODE, BY_SLUG, RULES
 from validator.cli._common import EXIT_ERROR, EXIT_OK
+from validator.cli.options import add_remote_options, network_of
 from validator.cli.report import (
     add_output_options,
     add_policy_options,
@@ -31,14 +31,14 @@ from validator.cli.report import (
     resolve_policy,
     write_reports,
 )
-from validator.cli.targets import STDIN, add_remote_options, check_results, check_target, expand_targets
-from validator.scan.format_common import spec_base, spec_link
-from validator.scan.policy import PolicyError
+from validator.config.policy import PolicyError
+from validator.pipeline.plan import check_all
+from validator.report.format_common import spec_base, spec_link
+from validator.sources.schemes import STDIN
 
 if TYPE_CHECKING:
     import argparse
 
-    from validator.scan.results import FileResult
 
 _EXITS = (
     "Exit codes: 0 no finding at error severity (after the policy; --fail-on sets which findings count), "
@@ -68,7 +68,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_profile_option(p)
     add_output_options(p)
     add_policy_options(p)
-    add_remote_options(p)  # remote/checkpoint hook (validator.cli.targets)
+    add_remote_options(p)
     p.set_defaults(run=run_check)
 
     p = sub.add_parser(
@@ -95,15 +95,8 @@ def run_check(args: argparse.Namespace) -> int:
         return fail("check", str(exc))
     started = time.perf_counter()
     errors: list[str] = []
-    results: list[FileResult] = []
-    # Hook (validator.cli.targets): files, indexes, directories, remote sources and stdin.
-    for target in expand_targets(args.paths, errors):
-        try:
-            checked = check_target(target, args.profile, args)
-        except SourceError as exc:
-            errors.append(str(exc))
-            continue
-        results.extend(check_results(checked, args.profile, policy))
+    # The one grammar (validator.sources): files, indexes, directories, remote sources and stdin.
+    results = check_all(args.paths, args.profile, policy, errors, network_of(args))
     problem = write_reports(args, results, errors, time.perf_counter() - started, command="check", policies=policies)
     for message in errors:
         sys.stderr.write(escape_line(f"stcheck: {message}") + "\n")

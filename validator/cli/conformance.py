@@ -18,9 +18,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from validator._command import stop_all
 from validator._display import escape_line, plural
-from validator._rejection import REJECT_EXIT
 from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
 from validator.conformance.adapter import ENV_REJECT
 from validator.conformance.harness import (
@@ -40,6 +38,8 @@ from validator.conformance.harness import (
     worst,
     write_jsonl,
 )
+from validator.harness.command import stop_all
+from validator.harness.rejection import REJECT_EXIT
 
 if TYPE_CHECKING:
     import argparse

@@ -19,11 +19,11 @@ import time
 
 from validator._display import escape_line, escape_path, plural
 from validator._errors import SourceError
-from validator._group import group_per_tensor
-from validator._install import install_hint
 from validator._rules import Profile
 from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
-from validator.cli.targets import add_remote_options, remote_headers
+from validator.cli.options import add_remote_options, network_of
+from validator.config.install import install_hint
+from validator.report.group import group_per_tensor
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -94,20 +94,21 @@ def run_download(args: argparse.Namespace) -> int:  # noqa: C901 - one branch pe
     if dest is None:
         return EXIT_ERROR
     try:
-        from validator.cli.listing import listing_lines  # noqa: PLC0415 - as above
         from validator.remote import DownloadRefused, default_options, download  # noqa: PLC0415 - the remote extra
+        from validator.remote.listing import listing_lines  # noqa: PLC0415 - as above
     except ImportError as exc:
         return _error(f"needs {exc.name}, which is not installed: {install_hint('remote')}")
     sha256 = None
     if args.sha256:
-        from validator.scan.integrity import normalise_sha256  # noqa: PLC0415 - only with --sha256
+        from validator.read.integrity import normalise_sha256  # noqa: PLC0415 - only with --sha256
 
         try:
             sha256 = normalise_sha256(args.sha256)
         except ValueError as exc:
             return _error(str(exc))
-    options = default_options(timeout=args.timeout, concurrency=args.concurrency, headers=remote_headers(args))
-    listed: list[str] = []  # the repository's files (hook: validator.cli.listing.listing_lines)
+    network = network_of(args)
+    options = default_options(timeout=network.timeout, concurrency=network.concurrency, headers=network.headers)
+    listed: list[str] = []  # the repository's files (hook: validator.remote.listing.listing_lines)
     try:
         done = download(
             args.source,

@@ -1,6 +1,6 @@
 # Strategy: `stcheck rules CODE|SLUG`, the way `ruff rule` explains one
 # rule.  The text comes from the catalogue (validator._rules) and the bad
-# examples with their fixes (validator._explain); for a rule checked on one
+# examples with their fixes (validator.report.explain); for a rule checked on one
 # file's bytes the example is validated here and then, so the "stcheck says"
 # lines are what the validator really reports, not a copy that could drift.
 from __future__ import annotations
@@ -9,11 +9,11 @@ import json
 import sys
 
 from validator._display import escape_line, finding_line
-from validator._explain import EXAMPLES
 from validator._rules import BY_CODE, BY_SLUG, Profile, Rule
 from validator._validate import validate
 from validator.cli._common import EXIT_ERROR, EXIT_OK
-from validator.scan.format_common import profiles_phrase, reference_phrase, spec_link
+from validator.report.explain import EXAMPLES
+from validator.report.format_common import profiles_phrase, reference_phrase, spec_link
 
 _SHOWN_BYTES = 160
 # Where the full text is for someone who installed stcheck: SPEC.md is not

@@ -4,7 +4,7 @@
 # command imports neither atheris nor numpy: both load only when a campaign
 # or a target needs them, and a missing atheris is a usage error (exit 2)
 # that says which extra to install.
-# ruff: noqa: PLC0415, PTH100, PTH103, PTH106, PTH107, PTH111, PTH113, PTH118, PTH120, PTH123, T201
+# ruff: noqa: PLC0415, PTH100, PTH103, PTH106, PTH107, PTH113, PTH118, PTH120, PTH123, T201
 # Lazy imports: atheris, numpy, hypothesis and safetensors load, only where used.
 # Paths: os.path and open(), like the rest of the package.
 # A command-line module prints.
@@ -22,11 +22,12 @@ import time
 from typing import TYPE_CHECKING
 
 from validator._display import escape_line, escape_path
-from validator._install import install_hint
-from validator._rejection import REJECT_EXIT
 from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
+from validator.config.install import install_hint
+from validator.config.settings import environment
 from validator.fuzz.harness import ALL_TARGETS, HYPOTHESIS, LOADER_UNDER_TEST
 from validator.fuzz.targets import TARGETS
+from validator.harness.rejection import REJECT_EXIT
 
 if TYPE_CHECKING:
     import argparse
@@ -37,13 +38,13 @@ _OWN_TARGETS = tuple(t for t in ALL_TARGETS if t != LOADER_UNDER_TEST)
 
 
 def _install_hint() -> str:
-    """How to get atheris, as a command that works (validator._install)."""
+    """How to get atheris, as a command that works (validator.config.install)."""
     return f"atheris is not installed: {install_hint('fuzz')}"
 
 
 def _cache_dir(*parts: str) -> str:
     """A folder under the user's cache ($XDG_CACHE_HOME, else ~/.cache), never the project's."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    base = environment().cache_home
     return os.path.join(base, "stcheck", *parts)
 
 

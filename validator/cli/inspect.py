@@ -18,20 +18,12 @@ from typing import TYPE_CHECKING
 from validator._display import escape_line, escape_path, finding_line, plural
 from validator._errors import SourceError
 from validator._findings import REFERENCE_LOADS, strict_only_failure
-from validator._group import group_per_tensor
-from validator._validate import validate
 from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
+from validator.cli.options import add_remote_options, network_of
 from validator.cli.report import add_profile_option
-from validator.cli.targets import (
-    REMOTE_PREFIXES,
-    Checked,
-    add_remote_options,
-    check_results,
-    check_target,
-    expand_targets,
-    index_result,
-    is_index,
-)
+from validator.pipeline.plan import Checked, check_results, check_target, index_result
+from validator.report.group import group_per_tensor
+from validator.sources.targets import Target, resolve
 
 if TYPE_CHECKING:
     import argparse
@@ -54,11 +46,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         epilog="Exit codes: 0 valid, 1 invalid, 2 usage or I/O error.",
     )
     p.add_argument(
-        "path", metavar="PATH", help="a safetensors file, an index, a folder, or an http(s):// or hf:// source"
+        "path",
+        metavar="PATH",
+        help="a safetensors file, an index, a folder, an http(s):// or hf:// source, or - for standard input",
     )
     add_profile_option(p)
     p.add_argument("--format", choices=["text", "json"], default="text", help="output format (default text)")
-    add_remote_options(p)  # remote/checkpoint hook (validator.cli.targets)
+    add_remote_options(p)
     p.set_defaults(run=run_inspect)
 
 
@@ -90,16 +84,19 @@ def _sizes(report: Report) -> str:
 
 def run_inspect(args: argparse.Namespace) -> int:
     path = args.path
-    if path.startswith(REMOTE_PREFIXES) or os.path.isdir(path) or is_index(path):
-        return _inspect_many(args)
-    if path != "-" and not os.path.lexists(path):  # worded as check and scan word it
-        _err(f"{path}: no such file or directory")
-        return EXIT_ERROR
+    errors: list[str] = []
+    # The one grammar (validator.sources): a lone file or standard input gets
+    # the tensor table; anything that names several files, the report.
+    targets = list(resolve([path], errors, empty_is_error=False))
+    lone = len(targets) == 1 and targets[0].kind in {"file", "stdin"} and not os.path.isdir(path)
+    if not lone:
+        return _inspect_many(args, targets, errors)
     try:
-        report = validate(path, profile=args.profile)
+        report = check_target(targets[0], args.profile, network_of(args)).reports[0]
     except SourceError as exc:
         _err(str(exc))
         return EXIT_ERROR
+    path = report.path or path
     if args.format == "json":
         json.dump(report.to_json(), sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -125,14 +122,13 @@ def run_inspect(args: argparse.Namespace) -> int:
     return EXIT_OK if report.valid else EXIT_INVALID
 
 
-def _inspect_many(args: argparse.Namespace) -> int:
+def _inspect_many(args: argparse.Namespace, targets: list[Target], errors: list[str]) -> int:
     """A checkpoint, folder or remote source: every file in it."""
     path = args.path
-    errors: list[str] = []
     checked = Checked()
     try:
-        for target in expand_targets([path], errors, empty_is_error=False):
-            part = check_target(target, args.profile, args)
+        for target in targets:
+            part = check_target(target, args.profile, network_of(args))
             checked.reports.extend(part.reports)
             checked.checkpoints.extend(part.checkpoints)
             checked.others.extend(part.others)
@@ -148,7 +144,7 @@ def _inspect_many(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     results = check_results(checked, args.profile, None, inspect=True)
     if args.format == "json":
-        from validator.scan.formats import write  # noqa: PLC0415 - only for this output
+        from validator.report.formats import write  # noqa: PLC0415 - only for this output
 
         write("json", sys.stdout, results, [], 0.0, profile=args.profile, command="inspect")
     else:
@@ -167,7 +163,7 @@ def _other_lines(checked: Checked) -> Iterator[str]:
 
 def _inspect_checkpoint(index: IndexReport, profile: str) -> None:
     from validator.io.checkpoint import summarize  # noqa: PLC0415 - the index modules load only for checkpoints
-    from validator.scan.formats import checkpoint_line  # noqa: PLC0415 - as above
+    from validator.report.formats import checkpoint_line  # noqa: PLC0415 - as above
 
     print(checkpoint_line(index_result(index, profile, None)))
     s = summarize(index.weight_map or {}, index.shards)
@@ -216,7 +212,7 @@ def _inspect_text(checked: Checked, profile: str) -> None:
 
 
 def _inspect_others(checked: Checked) -> None:
-    from validator._walk import count_kinds, kinds_line  # noqa: PLC0415 - only for folders
+    from validator.sources.walk import count_kinds, kinds_line  # noqa: PLC0415 - only for folders
 
     for other in checked.others:
         print(f"{escape_path(other.path)}: {other.size:,} bytes, {other.kind}")

@@ -19,9 +19,9 @@ import importlib
 import sys
 from typing import TYPE_CHECKING, Final
 
-from validator import __version__
-from validator._install import install_hint
+from validator._version import __version__
 from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
+from validator.config.install import install_hint
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

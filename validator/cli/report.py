@@ -3,7 +3,7 @@
 # the one policy in force here (--policy FILE, else the user's pyproject
 # [tool.stcheck] from the working directory up, never one inside what is
 # checked; --no-config skips it; --select/--ignore on top), write their
-# reports through the same writers (validator.scan.formats: one writer per
+# reports through the same writers (validator.report.formats: one writer per
 # format) and compute their exit code here.  Nothing in this module loads
 # the scan engine, multiprocessing or numpy: `stcheck check FILE` stays
 # light (tests/test_layering.py).
@@ -18,26 +18,29 @@
 from __future__ import annotations
 
 import contextlib
-import difflib
-import os
 import sys
 from dataclasses import replace
 from typing import IO, TYPE_CHECKING, Any, Final
 
 from validator._display import escape_line
-from validator._rules import BY_CODE, BY_SLUG, RULES, Profile, Rule, Severity
-from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
-from validator.scan.format_common import Context
-from validator.scan.formats import FORMATS, WRITERS
-from validator.scan.policy import Policy, PolicyError, RuleSetting, discover_policy, load_policy, rejected_by_reference
+from validator._rules import Profile
+from validator.cli._common import EXIT_ERROR
+from validator.config.resolve import passed_over_note
+from validator.config.resolve import resolve_policy as resolve
+from validator.config.settings import environment
+from validator.report.format_common import Context
+from validator.report.formats import FORMATS, WRITERS
+from validator.report.results import exit_status
 
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Sequence
 
-    from validator.scan.results import FileResult
+    from validator.config.policy import (
+        Policy,
+    )
+    from validator.report.results import FileResult
 
-REMOTE_PREFIXES: Final = ("http://", "https://", "hf://")
 _VERB: Final = {"scan": "scanned", "check": "checked"}
 PROFILE_HELP: Final = (
     "strict (default): the spec and every disputed construct; reference: exactly what safetensors 0.8.0 accepts"
@@ -117,96 +120,22 @@ def add_output_options(parser: argparse.ArgumentParser, *, bom: bool = False) ->
     group.add_argument("--statistics", action="store_true", help="text: add the finding counts per rule")
 
 
-# -- rule selection ----------------------------------------------------------------
-
-
-def _matching(token: str, option: str) -> list[Rule]:
-    """The rules a --select/--ignore token names: a code, a slug, a code prefix, or ALL."""
-    key = token.strip()
-    if key.upper() == "ALL":
-        return list(RULES)
-    rule = BY_SLUG.get(key) or BY_CODE.get(key.upper())
-    if rule is not None:
-        return [rule]
-    if key[:2].upper() == "ST" and key[2:].isdigit() and len(key) < 5:
-        found = [r for r in RULES if r.code.startswith(key.upper())]
-        if found:
-            return found
-    names = [r.slug for r in RULES] + [r.code for r in RULES]
-    close = difflib.get_close_matches(key, names, n=1)
-    hint = f"; did you mean {close[0]}?" if close else "; `stcheck rules` lists them"
-    msg = f"{option} {token}: no rule has this code, slug or code prefix{hint}"
-    raise PolicyError(msg)
-
-
-def _tokens(values: Sequence[str]) -> list[str]:
-    return [t.strip() for value in values for t in value.split(",") if t.strip()]
-
-
-def selection(select: Sequence[str], ignore: Sequence[str]) -> tuple[dict[str, RuleSetting], list[str]]:
-    """The rule settings of --select and --ignore, and their names for the report.
-
-    Raises PolicyError for an unknown rule, or an --ignore of a rule for
-    which safetensors 0.8.0 rejects the file."""
-    settings: dict[str, RuleSetting] = {}
-    names = []
-    chosen = _tokens(select)
-    if chosen:
-        names.append("--select " + ",".join(chosen))
-        keep = {r.slug for token in chosen for r in _matching(token, "--select")}
-        why = f"not in --select {','.join(chosen)}"
-        for rule in RULES:
-            if rule.slug not in keep and not rejected_by_reference(rule):
-                settings[rule.slug] = RuleSetting(why, ignore=True)
-    dropped = _tokens(ignore)
-    if dropped:
-        names.append("--ignore " + ",".join(dropped))
-        for token in dropped:
-            for rule in _matching(token, "--ignore"):
-                if rejected_by_reference(rule):
-                    msg = (
-                        f"--ignore {token}: safetensors 0.8.0 rejects every file that breaks {rule.code} "
-                        f"{rule.slug}; it cannot be ignored"
-                    )
-                    raise PolicyError(msg)
-                settings[rule.slug] = RuleSetting(f"--ignore {token}", ignore=True)
-    return settings, names
-
-
-# -- the policy in force -------------------------------------------------------------
-
-
 def resolve_policy(args: argparse.Namespace, checked: Sequence[str], command: str) -> tuple[Policy | None, list[str]]:
-    """The one policy in force and the names of what it is made of.
+    """The policy in force for ``args`` (validator.config.resolve), naming on
+    stderr each pyproject.toml passed over because it lies inside a checked path."""
 
-    --policy FILE, else the [tool.stcheck] of the nearest pyproject.toml from
-    the working directory upward that lies inside no checked path
-    (configuration comes from the user, never from what is vetted), else
-    none; then --select and --ignore on top.  A candidate passed over is
-    named in one line on stderr.  Raises PolicyError."""
-    policy: Policy | None = None
-    if args.policy:
-        policy = load_policy(args.policy)
-    elif not args.no_config:
-        found = discover_policy([p for p in checked if not p.startswith(REMOTE_PREFIXES) and p != "-"])
-        for candidate in found.passed_over:
-            if not args.quiet:
-                sys.stderr.write(
-                    escape_line(
-                        f"stcheck {command}: not reading {candidate}: it lies inside a {_VERB[command]} path, and "
-                        "configuration comes from the user, never from what is vetted (give it with --policy "
-                        "to use it)"
-                    )
-                    + "\n"
-                )
-        policy = found.policy
-    names = [policy.source] if policy is not None and policy.source else []
-    settings, extra = selection(args.select, args.ignore)
-    if settings:
-        base = policy or Policy()
-        source = "; ".join([*names, *extra])
-        policy = replace(base, rules={**base.rules, **settings}, source=source)
-    return policy, [*names, *extra]
+    def passed_over(candidate: str) -> None:
+        if not args.quiet:
+            sys.stderr.write(escape_line(f"stcheck {command}: {passed_over_note(candidate, _VERB[command])}") + "\n")
+
+    return resolve(
+        checked,
+        policy=args.policy,
+        no_config=args.no_config,
+        select=args.select,
+        ignore=args.ignore,
+        on_passed_over=passed_over,
+    )
 
 
 # -- output -------------------------------------------------------------------------
@@ -216,15 +145,16 @@ def use_color(mode: str, stream: IO[str]) -> bool:
     """--color: always, never, or auto (a terminal; NO_COLOR turns it off, FORCE_COLOR on)."""
     if mode in {"always", "never"}:
         return mode == "always"
-    if os.environ.get("NO_COLOR"):
+    env = environment()
+    if env.no_color:
         return False
-    if os.environ.get("FORCE_COLOR", "").strip() not in {"", "0", "false"}:
+    if env.force_color:
         return True
     try:
         tty = stream.isatty()
     except (AttributeError, ValueError):
         return False
-    return tty and os.environ.get("TERM") != "dumb"
+    return tty and not env.dumb_terminal
 
 
 def write_reports(
@@ -277,14 +207,7 @@ def write_reports(
 
 def exit_code(results: Sequence[FileResult], errors: Sequence[str], fail_on: str) -> int:
     """0 clean, 1 failing findings (after the policy and --fail-on), 2 unreadable input."""
-    if errors or any(r.error is not None for r in results):
-        return EXIT_ERROR
-    if fail_on == "never":
-        return EXIT_OK
-    failing = {Severity.ERROR} if fail_on == "error" else {Severity.ERROR, Severity.WARNING}
-    if any(i.severity in failing for r in results for i in r.active):
-        return EXIT_INVALID
-    return EXIT_OK
+    return exit_status(results, errors, fail_on)
 
 
 def fail(command: str, message: str) -> int:
@@ -295,14 +218,12 @@ def fail(command: str, message: str) -> int:
 
 __all__ = [
     "PROFILE_HELP",
-    "REMOTE_PREFIXES",
     "add_output_options",
     "add_policy_options",
     "add_profile_option",
     "exit_code",
     "fail",
     "resolve_policy",
-    "selection",
     "use_color",
     "write_reports",
 ]

@@ -1,7 +1,6 @@
 # Strategy: `stcheck scan`, the command for vetting untrusted downloads.
-# Argument handling, policy discovery and output live here; discovery of
-# files, the worker pool and the per-file work live in scan/engine.py, the
-# formats in scan/formats.py.  The progress bar (rich, optional) is drawn
+# argparse, then the options into validator.pipeline.vet (the same run the
+# library's validator.vet is), then the report writers (validator.report).  The progress bar (rich, optional) is drawn
 # only when stderr is a terminal; with --progress always and stderr not a
 # terminal (a CI log), a plain progress line is written every few seconds
 # instead.  numpy is imported only by the deep checks, inside the workers.
@@ -17,52 +16,23 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib.util
-import os
 import sys
 import threading
 import time
-from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from validator._display import escape_line, plural
-from validator._errors import SourceError
-from validator._install import install_hint
-from validator._rules import Profile
-from validator.cli import signed
-from validator.cli.report import (
-    add_output_options,
-    add_policy_options,
-    add_profile_option,
-    exit_code,
-    fail,
-    resolve_policy,
-    write_reports,
-)
-from validator.cli.targets import STDIN, add_remote_options, index_result, scan_plan
-from validator.scan import runner as scale
-from validator.scan.engine import (
-    DEFAULT_CHUNK,
-    HubWalk,
-    Job,
-    Options,
-    default_hf_cache,
-    hf_cache_walk,
-    run_jobs,
-    stderr_is_tty,
-    total_size,
-)
-from validator.scan.format_common import human
-from validator.scan.integrity import Checksums, normalise_sha256, read_checksums
-from validator.scan.oms import SigningSetupError
-from validator.scan.policy import Policy, PolicyError
-from validator.scan.progress import rich_progress
-from validator.scan.verdicts import attach, link_result
+from validator.cli.options import add_remote_options, add_scale_options, add_signature_options, network_of
+from validator.cli.report import add_output_options, add_policy_options, add_profile_option, fail, write_reports
+from validator.config.install import install_hint
+from validator.pipeline.engine import DEFAULT_CHUNK, stderr_is_tty
+from validator.pipeline.vet import VetError, VetOptions, vet
+from validator.report.format_common import human
+from validator.report.progress import rich_progress
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
-    from validator.scan.results import FileResult
 
 _Callbacks = tuple["Callable[[int], None] | None", "Callable[[], None] | None"]
 
@@ -113,7 +83,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_output_options(p, bom=True)
     add_policy_options(p)
     p.add_argument("--jobs", "-j", type=int, default=0, metavar="N", help="worker processes (default 0: one per CPU)")
-    scale.add_arguments(p)  # --cache, --cluster, --timeout-per-file
+    add_scale_options(p)  # --cache, --cluster, --timeout-per-file
     p.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK, metavar="BYTES", help=argparse.SUPPRESS)
     p.add_argument(
         "--progress",
@@ -122,8 +92,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="progress on stderr: auto, a bar on a terminal; always, also a line every few seconds in a log "
         "(default auto; never with --quiet)",
     )
-    add_remote_options(p)  # remote/checkpoint hook (validator.cli.targets)
-    signed.add_arguments(p)  # --public-key, --certificate-chain, --signature, --identity (validator.cli.signed)
+    add_remote_options(p)  # remote/checkpoint hook (validator.sources.targets)
+    add_signature_options(p)  # --public-key, --certificate-chain, --signature, --identity
     p.add_argument("--progress-interval", type=float, default=5.0, help=argparse.SUPPRESS)
     p.set_defaults(run=run_scan)
 
@@ -225,138 +195,72 @@ def _bar(mode: str, total: int, files: int) -> Iterator[Callable[[int], None] | 
         yield advance
 
 
-def _hf_jobs(args: argparse.Namespace, errors: list[str], policy: Policy | None) -> HubWalk:
-    if args.hf_cache is None:
-        return HubWalk()
-    cache = args.hf_cache or default_hf_cache()
-    found = hf_cache_walk(cache, errors)
-    found.jobs = [replace(job, policy=policy) for job in found.jobs]
-    return found
+def options_of(args: argparse.Namespace) -> VetOptions:
+    """The scan's options as the pipeline takes them."""
+    return VetOptions(
+        profile=args.profile,
+        deep=args.deep,
+        policy=args.policy,
+        no_config=args.no_config,
+        select=tuple(args.select),
+        ignore=tuple(args.ignore),
+        fail_on=args.fail_on,
+        sha256=args.sha256,
+        checksums=args.checksums,
+        hf_cache=args.hf_cache,
+        public_key=args.public_key,
+        certificate_chain=tuple(args.certificate_chain),
+        signature=args.signature,
+        identity=args.identity,
+        issuer=args.issuer,
+        trust_config=args.trust_config,
+        jobs=args.jobs,
+        cache=args.cache,
+        cluster=args.cluster,
+        timeout_per_file=args.timeout_per_file,
+        chunk_size=args.chunk_size,
+        network=network_of(args),
+        bom=args.format == "cyclonedx",
+    )
 
 
-_HUB_KINDS = ("models--", "datasets--", "spaces--")
-
-
-def hub_context(results: list[FileResult], hub: HubWalk) -> None:
-    """Give each hub-cache result the revision of its snapshot (its path is
-    ``.../models--org--name/snapshots/REVISION/...``; its model is the repository)."""
-    if not hub.jobs and not hub.links:
-        return
-    for result in results:
-        if result.model is None:
-            continue
-        parts = Path(result.path).parts
-        for k in range(len(parts) - 3, -1, -1):
-            if parts[k].startswith(_HUB_KINDS) and parts[k + 1] == "snapshots":
-                result.revision = parts[k + 2]
-                break
-
-
-def _hub_indexes(hub: HubWalk, profile: str, policy: Policy | None) -> list[FileResult]:
-    """Each snapshot index's checks (missing shards, orphans, ties), as for a folder."""
-    if not hub.indexes:
-        return []
-    from validator.io.index import validate_index  # noqa: PLC0415 - the index modules load only for checkpoints
-
-    results = []
-    for path, repo in hub.indexes:
-        result = index_result(validate_index(path, profile=profile), profile, policy)
-        result.model = repo
-        results.append(result)
-    return results
-
-
-def _missing_listed(checksums: Checksums | None) -> list[Job]:
-    """A job for every file the checksum list names that is not on disk."""
-    if checksums is None:
-        return []
-    return [Job(name, ((name, None),), kind="missing", listed_by=where) for name, where in checksums.missing]
-
-
-def run_scan(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one branch per option and exit code
-    if not args.paths and args.hf_cache is None:
-        return _fail("give at least one PATH, or --hf-cache")
-    if args.chunk_size < 4096:
-        return _fail("--chunk-size must be at least 4096")
-    if STDIN in args.paths and (args.deep or args.sha256 or args.checksums or args.paths.count(STDIN) > 1):
-        return _fail("- (standard input, once) is checked from its header only: --deep and digests need a file")
-    if args.deep and importlib.util.find_spec("numpy") is None:
-        return _fail(f"--deep needs numpy: {install_hint('scan')}")
+def run_scan(args: argparse.Namespace) -> int:
     if args.format == "cyclonedx" and importlib.util.find_spec("cyclonedx") is None:
         return _fail(f"--format cyclonedx needs cyclonedx-python-lib: {install_hint('sbom')}")
     if args.quiet:
         args.progress = "never" if args.progress == "auto" else args.progress
-    errors: list[str] = []
+
+    def progress(total: int, files: int) -> contextlib.AbstractContextManager[_Callbacks]:
+        return progress_reporter(args.progress, total, files, args.progress_interval)
+
+    def note(text: str) -> None:
+        if text.startswith("not reading ") and args.quiet:
+            return
+        sys.stderr.write(escape_line(f"stcheck scan: {text}") + "\n")
+
+    notes: list[str] = []  # signature notes follow the report, as before
     try:
-        policy, policies = resolve_policy(
-            args, [*args.paths, *([args.hf_cache or default_hf_cache()] if args.hf_cache is not None else [])], "scan"
+        vetted = vet(
+            args.paths,
+            options_of(args),
+            progress=progress,
+            on_note=lambda text: note(text) if text.startswith("not reading ") else notes.append(text),
         )
-        checksums = read_checksums(args.checksums) if args.checksums else None
-        sha256 = normalise_sha256(args.sha256) if args.sha256 else None
-        # Hook (validator.cli.targets): indexes, directories holding them, and remote sources.
-        # The checksum list cannot list itself: it is judged, not verified.
-        own = frozenset({os.path.realpath(args.checksums)} if args.checksums else ())
-        # Signatures are verified (and compared with a hub's listing) before any file is read.
-        signing = signed.Signing.from_args(args)
-        signing.verify_sources(args.paths, args, hf_cache=args.hf_cache is not None)
-        plan = scan_plan(args.paths, args.profile, policy, errors, args, not_read=own)
-        hub = _hf_jobs(args, errors, policy)
-    except (PolicyError, SourceError, ValueError, SigningSetupError) as exc:
+    except VetError as exc:
         return _fail(str(exc))
-    jobs = hub.jobs + [
-        Job(path, ((path, None),), policy=policy, validate=path not in plan.others) for path in plan.paths
-    ]
-    if sha256 is not None and len(jobs) != 1:
-        return _fail(
-            f"--sha256 names the digest of one file, but {plural(len(jobs), 'file')} were found; use --checksums"
-        )
-    # The plan's own files come last: plan.merge finds their results there.
-    missing = _missing_listed(checksums)
-    cut = len(jobs) - len(plan.paths)
-    jobs[cut:cut] = missing
-    try:
-        jobs = signing.annotate(jobs, hub)  # each signed file's digests, computed in its one read
-    except (ValueError, SigningSetupError) as exc:
-        return _fail(str(exc))
-    links = [link_result(p, f, args.profile, policy, model) for p, f, model in hub.links]
-    links.extend(_hub_indexes(hub, args.profile, policy))
-    if not jobs and not plan.ready and not links and not errors:
-        return _fail("nothing to scan: no file was found")
-    options = Options(
-        profile=Profile(args.profile),
-        deep=args.deep,
-        policy=None,
-        sha256=sha256,
-        checksums=checksums,
-        chunk_size=args.chunk_size,
-    )
-    workers = args.jobs if args.jobs > 0 else (os.cpu_count() or 1)
-    started = time.perf_counter()
-    if scale.wanted(args):
-        try:
-            results = plan.merge(scale.run_from_args(args, jobs, options, workers, _bar))
-        except scale.ScaleError as exc:
-            return _fail(str(exc))
-    else:
-        with progress_reporter(args.progress, total_size(jobs), len(jobs), args.progress_interval) as (advance, done):
-            results = plan.merge(run_jobs(jobs, options, workers=workers, progress=advance, on_file=done))
-    results = links + results
-    attach(results, {**hub.others, **plan.others}, policy)
-    results = signing.finish(results, options, policy)
-    hub_context(results, hub)
     problem = write_reports(
         args,
-        results,
-        errors,
-        time.perf_counter() - started,
+        vetted.results,
+        vetted.errors,
+        vetted.seconds,
         command="scan",
-        policies=policies,
-        models=signing.models(results) if args.format == "cyclonedx" else None,
+        policies=vetted.policies,
+        models=vetted.models,
     )
-    for note in signing.notes():
-        sys.stderr.write(escape_line(f"stcheck scan: {note}") + "\n")
-    for message in [*errors, *(r.error for r in results if r.error is not None)]:
+    for line in notes:
+        note(line)
+    for message in [*vetted.errors, *(r.error for r in vetted.results if r.error is not None)]:
         sys.stderr.write(escape_line(f"stcheck: {message}") + "\n")
     if problem is not None:
         return _fail(problem)
-    return exit_code(results, errors, args.fail_on)
+    return vetted.exit_code

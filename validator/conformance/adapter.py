@@ -16,7 +16,7 @@
 # import (torch) pays that once.
 #
 # Which exceptions count as a rejection: ONE rule, shared with `stcheck fuzz
-# loader-under-test` and stated in full in validator/_rejection.py.  A loader
+# loader-under-test` and stated in full in validator/harness/rejection.py.  A loader
 # rejects a file cleanly only when it raises an exception of a type it
 # documents for bad input (ValueError and its subclasses, StcheckError,
 # SafetensorError, SafetensorsParsingError, or a type the adapter or the user
@@ -38,7 +38,7 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from validator._rejection import is_rejection
+from validator.harness.rejection import is_rejection
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable

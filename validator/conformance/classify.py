@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from validator._display import escape_line
-from validator._rejection import REJECT_EXIT, judge_exit
 from validator.conformance.model import Result
+from validator.harness.rejection import REJECT_EXIT, judge_exit
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -158,7 +158,7 @@ def _tensors(stdout: str) -> list[dict[str, Any]]:
 
 
 def classify(impl: Impl | str, case: Case, raw: Raw) -> Result:
-    """Turn a raw outcome into a status, under the command protocol of validator/_rejection.py."""
+    """Turn a raw outcome into a status, under the command protocol of validator/harness/rejection.py."""
     name = impl if isinstance(impl, str) else impl.name
     reject_exit = REJECT_EXIT if isinstance(impl, str) else impl.reject_exit
     documented = () if isinstance(impl, str) else impl.reject_names

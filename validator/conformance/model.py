@@ -11,7 +11,7 @@
 #                         of the declared range
 #   crash                 an uncaught exception, a signal, a sanitizer report,
 #                         or an exit other than 0 and the reject code (the
-#                         command protocol: validator/_rejection.py)
+#                         command protocol: validator/harness/rejection.py)
 #   timeout               killed by the per-file alarm
 #   skipped               the implementation could not run
 from __future__ import annotations
@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
-from validator._command import Completed
 from validator._errors import StcheckError
-from validator._rejection import REJECT_EXIT
+from validator.harness.command import Completed
+from validator.harness.rejection import REJECT_EXIT
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -99,7 +99,7 @@ class Impl:
     notes: str = ""
     skip_reason: str | None = None
     cwd: str | None = None  # run the adapter here and pass paths relative to it
-    reject_exit: int = REJECT_EXIT  # the exit code that means "rejected" (validator/_rejection.py)
+    reject_exit: int = REJECT_EXIT  # the exit code that means "rejected" (validator/harness/rejection.py)
     reject_names: tuple[str, ...] = ()  # MODULE:NAME types a command's traceback may name as rejections
 
 

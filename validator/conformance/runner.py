@@ -13,9 +13,9 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from validator import _command
 from validator.conformance.classify import classify
 from validator.conformance.model import Raw, Result
+from validator.harness import command as _command
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence

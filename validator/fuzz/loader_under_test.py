@@ -10,14 +10,14 @@
 # engine's -timeout and -rss_limit_mb, and the runner files them as the
 # categories `hang` and `out-of-memory`.
 #
-# Reject or crash: the one rule of validator/_rejection.py, for a callable's
+# Reject or crash: the one rule of validator/harness/rejection.py, for a callable's
 # exception and for a command's exit alike, so a loader gets the same
 # verdict here and in `stcheck conformance --impl`, and the same crash
 # categories whichever way it is run.  ValueError and its subclasses,
 # StcheckError, SafetensorError, SafetensorsParsingError and the types named
 # with --reject-exception are rejections; KeyError, IndexError, TypeError,
 # struct.error, RecursionError and every other exception are crashes.  A
-# command runs through validator/_command.py (bounded output, its own
+# command runs through validator/harness/command.py (bounded output, its own
 # process group, killed at the timeout).
 # ruff: noqa: PTH103, PTH105, PTH109, PTH112, PTH118, PTH123, PTH202, PTH208
 # Paths: os.path and open(), like the rest of the package.
@@ -35,12 +35,12 @@ import tempfile
 import traceback
 from typing import TYPE_CHECKING, Any, Final
 
-from validator import _command
 from validator._display import escape_line
-from validator._rejection import REJECT_EXIT, is_rejection, judge_exit
 from validator._rules import Profile
 from validator._validate import validate
 from validator.fuzz.targets import numpy_representable, reference_load, tensor_bytes, tie_classes
+from validator.harness import command as _command
+from validator.harness.rejection import REJECT_EXIT, is_rejection, judge_exit
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -104,7 +104,7 @@ class LoaderUnderTest:
             return self._call(data if self.pass_bytes else path)
 
     def _run_command(self, path: str) -> Outcome:
-        """One run of the command, judged by the protocol of validator/_rejection.py."""
+        """One run of the command, judged by the protocol of validator/harness/rejection.py."""
         argv = shlex.split(self.command.replace("{path}", shlex.quote(path)))  # type: ignore[union-attr]
         done = _command.run(argv, timeout=self.timeout_s)
         trace = (done.error or done.stderr).strip()

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import stat
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, NoReturn
@@ -45,7 +44,14 @@ from validator._findings import Finding, ReportBase
 from validator._source import RegularFile, os_error, read_exact
 from validator._validate import _profile, validate
 from validator.io.checkpoint import ParsedIndex, ShardProblem, cross_check, shard_names
-from validator.io.names import is_index_name, orphan_candidates, parse_index_name, shard_family, unsafe_shard_name
+from validator.io.names import (
+    hub_repo_folder,
+    is_index_name,
+    orphan_candidates,
+    parse_index_name,
+    shard_family,
+    unsafe_shard_name,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterator, Mapping
@@ -70,7 +76,6 @@ __all__ = [
 MAX_INDEX_SIZE: Final = 100_000_000
 MAX_CONFIG_SIZE: Final = 1 << 20  # a config.json larger than this is not read
 # A hub cache repository folder: <cache>/models--org--name (or datasets--, spaces--).
-_HUB_REPO: Final = re.compile(r"(?:models|datasets|spaces)--.+")
 
 
 @dataclass(frozen=True)
@@ -228,15 +233,7 @@ def parse_index(raw: bytes | None, size: int, out: Checker) -> ParsedIndex | Non
 def _allowed_root(real_base: str) -> str:
     """The folder a shard may resolve into: the index's own directory, or the
     hub cache repository folder that holds it (snapshots link into blobs/)."""
-    here = real_base
-    while True:
-        parent = os.path.dirname(here)  # noqa: PTH120
-        if parent == here:
-            return real_base
-        repo = os.path.dirname(parent)  # noqa: PTH120
-        if os.path.basename(parent) == "snapshots" and _HUB_REPO.fullmatch(os.path.basename(repo)):  # noqa: PTH119
-            return repo
-        here = parent
+    return hub_repo_folder(real_base) or real_base
 
 
 class _Confinement:

@@ -183,3 +183,55 @@ def orphan_candidates(index_file: str, listed: Collection[str], entries: Iterabl
         prefixes.add(own.shard_prefix)
     named = set(listed)
     return sorted(n for n in entries if n not in named and shard_prefix(n) in prefixes)
+
+
+# -- the Hugging Face hub cache's layout ---------------------------------------
+# huggingface_hub keeps <cache>/<kind>s--<org>--<name>/snapshots/<revision>/
+# <path>, each file a link into the repository's own blobs/ folder (named by
+# the file's sha256, or its git blob id for a small file).  Every command
+# that meets a hub cache (the walk, index confinement, the hub-cache scan,
+# revisions in reports, signatures) reads the layout here.
+
+HUB_KINDS: Final = ("models", "datasets", "spaces")
+HUB_SNAPSHOTS: Final = "snapshots"
+HUB_BLOBS: Final = "blobs"
+HUB_INCOMPLETE: Final = ".incomplete"  # huggingface_hub's name for a blob still downloading
+
+
+def hub_repo_id(dirname: str) -> str | None:
+    """``org/name`` for a hub-cache repository folder name (``models--org--name``;
+    ``datasets/org/name`` for a data set), or None for any other name."""
+    kind, sep, rest = dirname.partition("--")
+    if not sep or not rest or f"{kind}" not in HUB_KINDS:
+        return None
+    repo = rest.replace("--", "/")
+    return repo if kind == "models" else f"{kind}/{repo}"
+
+
+@dataclass(frozen=True)
+class HubSnapshot:
+    """Where a path lies in a hub cache: its repository folder, id and revision."""
+
+    repo_folder: str  # <cache>/models--org--name
+    repo_id: str  # org/name
+    revision: str  # the snapshot folder's name
+    prefix: str  # <repo_folder>/snapshots/<revision>/, as the path spells it
+
+
+def hub_snapshot(path: str) -> HubSnapshot | None:
+    """The snapshot ``path`` lies in (as spelt, not resolved), or None."""
+    parts = path.split("/")  # POSIX paths, and hf:// display names
+    for k in range(len(parts) - 2, 0, -1):
+        if parts[k] == HUB_SNAPSHOTS and k + 1 < len(parts) and parts[k + 1]:
+            repo = hub_repo_id(parts[k - 1])
+            if repo is not None:
+                folder = "/".join(parts[:k])
+                return HubSnapshot(folder, repo, parts[k + 1], "/".join(parts[: k + 2]) + "/")
+    return None
+
+
+def hub_repo_folder(real: str) -> str | None:
+    """The repository folder of a resolved path inside a hub snapshot (where
+    its links may point: the snapshot's files link into ``blobs/``), or None."""
+    found = hub_snapshot(real)
+    return None if found is None else found.repo_folder

@@ -5,7 +5,7 @@ Needs the ``remote`` extra: urllib3 for HTTP, huggingface_hub for ``hf://``
 addresses.  stcheck is not on PyPI: install the extra from a checkout
 (``pip install '/path/to/stcheck[remote]'``), or install those packages;
 the error for a missing one prints the command that works where it runs
-(``validator._install.install_hint``).  ``validator.validate`` keeps
+(``validator.config.install.install_hint``).  ``validator.validate`` keeps
 its contract that a ``str`` is a local path; remote sources go through these
 functions instead.
 """

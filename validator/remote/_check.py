@@ -36,6 +36,7 @@ from validator.io.index import (
     parse_index,
     unsafe_shard_name,
 )
+from validator.io.names import SUFFIX
 from validator.remote._http import Client, Options, RemoteFile, fetch_small
 from validator.remote._hub import HubRepo, is_hf, parse_hf, resolve
 
@@ -45,8 +46,6 @@ if TYPE_CHECKING:
     from validator._check import Checker
     from validator._findings import Report
     from validator._rules import Profile
-
-SUFFIX = ".safetensors"
 
 
 @dataclass(frozen=True)
@@ -71,11 +70,6 @@ class RemoteHeader:
     size: int
     etag: str | None
     file: RemoteFile | None  # still open at the end of what was read; None when checked from the cache
-
-
-def is_remote(source: str) -> bool:
-    """Whether a CLI argument names a remote source."""
-    return source.startswith(("http://", "https://", "hf://"))
 
 
 def read_header(client: Client, entry: RemoteEntry, profile: Profile, *, keep_open: bool = False) -> RemoteHeader:
@@ -295,7 +289,7 @@ def plan(source: str, options: Options) -> Plan:
             return Plan([_url_index(source)], [])
         return Plan([], [_url_entry(source)])
     location = parse_hf(source)
-    repo = resolve(location, timeout=options.timeout, deadline=options.deadline)
+    repo = resolve(location, timeout=options.timeout, deadline=options.deadline, headers=options.headers)
     path = location.path
     if path.endswith(SUFFIX) or is_index_name(path):
         if path not in repo.entries:

@@ -11,7 +11,7 @@
 # once, from where its header check stopped: every chunk is written to a
 # temporary file in the output directory, hashed (sha256, and the git blob
 # id when that is the only digest known) and fed to the deep checks
-# (validator.scan.deep.DeepScanner, which only reads), all in the same pass.
+# (validator.read.deep.DeepScanner, which only reads), all in the same pass.
 # The digest is compared with --sha256, or the hub's LFS oid, or its
 # X-Linked-Etag.  Only when every file of the source has passed are the
 # temporary files renamed into place; otherwise they are removed and nothing
@@ -37,9 +37,9 @@ from validator._rules import Severity
 from validator._validate import _profile
 from validator.io.index import unsafe_shard_name
 from validator.io.writer import _umask  # the one umask reader, shared with save
+from validator.read.integrity import Digester, Expected, check_digest
 from validator.remote._check import Plan, RemoteEntry, RemoteHeader, check_index, plan, read_header, unnamed_files
 from validator.remote._http import Client, Options
-from validator.scan.integrity import Digester, Expected, check_digest
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -149,7 +149,7 @@ def _fetch(  # noqa: C901 - retry, resume and verify in one loop
     digester = Digester(header.size, git_blob=expected is not None and expected.algorithm == "git-sha1")
     scanner = None
     if deep and report.tensors is not None and report.data_start is not None:
-        from validator.scan.deep import DeepScanner, check_names  # noqa: PLC0415 - numpy loads only for deep checks
+        from validator.read.deep import DeepScanner, check_names  # noqa: PLC0415 - numpy loads only for deep checks
 
         scanner = DeepScanner(fd, header.size, report.data_start, report.tensors, CHUNK)
     out = Checker()
@@ -219,7 +219,7 @@ def download(  # noqa: C901 - one branch per source kind and failure
     (one file only) overrides the digest the hub announces.  ``progress`` is
     called with (file, bytes so far, file size); ``listing``, for an hf://
     source, with the repository's file names (what is not downloaded is
-    judged from them: validator._kinds).
+    judged from them: validator.sources.kinds).
     """
     prof = _profile(profile)
     opts = options or Options()

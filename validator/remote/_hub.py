@@ -15,7 +15,6 @@
 # any other PATH a folder of the repository.
 from __future__ import annotations
 
-import os
 import re
 import threading
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import unquote
 
 from validator._errors import RemoteError
+from validator.config.settings import environment
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -112,12 +112,10 @@ class HubRepo:
         """The file in the local hub cache at this commit, or None."""
         from huggingface_hub import try_to_load_from_cache  # noqa: PLC0415 - the remote extra loads only for hf:// sources
 
-        from validator.scan.engine import default_hf_cache  # noqa: PLC0415 - keeps the scan engine out of plain remote checks
-
         loc = self.location
         try:
             found = try_to_load_from_cache(
-                loc.repo_id, path, cache_dir=default_hf_cache(), revision=self.commit, repo_type=loc.repo_type
+                loc.repo_id, path, cache_dir=environment().hf_hub_cache, revision=self.commit, repo_type=loc.repo_type
             )
         except (OSError, ValueError):
             return None
@@ -127,7 +125,7 @@ class HubRepo:
 def _endpoint() -> str:
     from huggingface_hub import constants  # noqa: PLC0415 - the remote extra loads only for hf:// sources
 
-    return (os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/")
+    return (environment().hf_endpoint or constants.ENDPOINT).rstrip("/")
 
 
 def _within(seconds: float, call: Callable[[], Any]) -> Any:  # noqa: ANN401 - whatever the call returns
@@ -154,10 +152,14 @@ def _within(seconds: float, call: Callable[[], Any]) -> Any:  # noqa: ANN401 - w
     return value
 
 
-def resolve(location: HfLocation, *, timeout: float, deadline: float = 300.0) -> HubRepo:
+def resolve(
+    location: HfLocation, *, timeout: float, deadline: float = 300.0, headers: Mapping[str, str] | None = None
+) -> HubRepo:
     """List the repository at the location's revision through huggingface_hub.
 
-    ``timeout`` bounds each read, ``deadline`` the whole listing.  Raises
+    ``timeout`` bounds each read, ``deadline`` the whole listing; ``headers``
+    (the user's -H, for a private hub) go with the listing's request, as they
+    go with every file request to the same origin.  Raises
     RemoteError (the address and the hub's reason) when the hub cannot
     answer: an unknown repository or revision, no access, no network, no
     answer within the deadline.
@@ -166,14 +168,14 @@ def resolve(location: HfLocation, *, timeout: float, deadline: float = 300.0) ->
         from huggingface_hub import HfApi  # noqa: PLC0415 - the remote extra loads only for hf:// sources
         from huggingface_hub.utils._headers import build_hf_headers  # noqa: PLC0415 - as above
     except ImportError as exc:
-        from validator._install import install_hint  # noqa: PLC0415 - only on this error path
+        from validator.config.install import install_hint  # noqa: PLC0415 - only on this error path
 
         msg = f"hf:// addresses need huggingface_hub: {install_hint('remote')}"
         raise RemoteError(msg) from exc
     endpoint = _endpoint()
     where = location.display(None, location.path)
     try:
-        api = HfApi(endpoint=endpoint)
+        api = HfApi(endpoint=endpoint, headers=dict(headers or {}))
         info: Any = _within(
             deadline,
             lambda: api.repo_info(

@@ -50,7 +50,9 @@ def hub_folder(source: str, options: Options) -> HubFolder:
     if folder.endswith(".safetensors") or is_index_name(folder):
         msg = f"{source}: a model signature covers a folder; give the repository or a folder of it, not one file"
         raise ValueError(msg)
-    return HubFolder(resolve(location, timeout=options.timeout, deadline=options.deadline), folder)
+    return HubFolder(
+        resolve(location, timeout=options.timeout, deadline=options.deadline, headers=options.headers), folder
+    )
 
 
 def fetch_files(

@@ -1,0 +1,134 @@
+# Strategy: the one policy in force for a run, for the command line and the
+# library alike: a policy file (or a Policy), else the user's pyproject
+# [tool.stcheck] from the working directory up, never one inside what is
+# checked; `no_config` skips it; the --select/--ignore rule selection on top.
+#
+# --select and --ignore take rule codes, slugs or code prefixes (ST6, ST40)
+# and mean what a policy's `ignore = true` means: the findings stay in the
+# machine formats, marked suppressed with the reason, and do not count.  A
+# rule for which safetensors 0.8.0 rejects the file cannot be ignored: an
+# --ignore that names one is refused, and --select leaves those rules on.
+from __future__ import annotations
+
+import difflib
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from validator._rules import BY_CODE, BY_SLUG, RULES, Rule
+from validator.config.policy import (
+    Policy,
+    PolicyError,
+    RuleSetting,
+    discover_policy,
+    load_policy,
+    rejected_by_reference,
+)
+from validator.sources.schemes import STDIN, is_remote
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+__all__ = ["passed_over_note", "resolve_policy", "selection"]
+
+
+# -- rule selection ----------------------------------------------------------------
+
+
+def _matching(token: str, option: str) -> list[Rule]:
+    """The rules a --select/--ignore token names: a code, a slug, a code prefix, or ALL."""
+    key = token.strip()
+    if key.upper() == "ALL":
+        return list(RULES)
+    rule = BY_SLUG.get(key) or BY_CODE.get(key.upper())
+    if rule is not None:
+        return [rule]
+    if key[:2].upper() == "ST" and key[2:].isdigit() and len(key) < 5:
+        found = [r for r in RULES if r.code.startswith(key.upper())]
+        if found:
+            return found
+    names = [r.slug for r in RULES] + [r.code for r in RULES]
+    close = difflib.get_close_matches(key, names, n=1)
+    hint = f"; did you mean {close[0]}?" if close else "; `stcheck rules` lists them"
+    msg = f"{option} {token}: no rule has this code, slug or code prefix{hint}"
+    raise PolicyError(msg)
+
+
+def _tokens(values: Sequence[str]) -> list[str]:
+    return [t.strip() for value in values for t in value.split(",") if t.strip()]
+
+
+def selection(select: Sequence[str], ignore: Sequence[str]) -> tuple[dict[str, RuleSetting], list[str]]:
+    """The rule settings of --select and --ignore, and their names for the report.
+
+    Raises PolicyError for an unknown rule, or an --ignore of a rule for
+    which safetensors 0.8.0 rejects the file."""
+    settings: dict[str, RuleSetting] = {}
+    names = []
+    chosen = _tokens(select)
+    if chosen:
+        names.append("--select " + ",".join(chosen))
+        keep = {r.slug for token in chosen for r in _matching(token, "--select")}
+        why = f"not in --select {','.join(chosen)}"
+        for rule in RULES:
+            if rule.slug not in keep and not rejected_by_reference(rule):
+                settings[rule.slug] = RuleSetting(why, ignore=True)
+    dropped = _tokens(ignore)
+    if dropped:
+        names.append("--ignore " + ",".join(dropped))
+        for token in dropped:
+            for rule in _matching(token, "--ignore"):
+                if rejected_by_reference(rule):
+                    msg = (
+                        f"--ignore {token}: safetensors 0.8.0 rejects every file that breaks {rule.code} "
+                        f"{rule.slug}; it cannot be ignored"
+                    )
+                    raise PolicyError(msg)
+                settings[rule.slug] = RuleSetting(f"--ignore {token}", ignore=True)
+    return settings, names
+
+
+# -- the policy in force -------------------------------------------------------------
+
+
+def resolve_policy(
+    checked: Sequence[str],
+    *,
+    policy: str | Policy | None = None,
+    no_config: bool = False,
+    select: Sequence[str] = (),
+    ignore: Sequence[str] = (),
+    on_passed_over: Callable[[str], None] | None = None,
+) -> tuple[Policy | None, list[str]]:
+    """The one policy in force and the names of what it is made of.
+
+    ``policy`` (a file or a Policy), else the [tool.stcheck] of the nearest
+    pyproject.toml from the working directory upward that lies inside no
+    ``checked`` path (configuration comes from the user, never from what is
+    vetted), else none; then ``select`` and ``ignore`` on top.  Each
+    candidate passed over is given to ``on_passed_over``.  Raises PolicyError."""
+    found_policy: Policy | None = None
+    if isinstance(policy, Policy):
+        found_policy = policy
+    elif policy:
+        found_policy = load_policy(policy)
+    elif not no_config:
+        found = discover_policy([p for p in checked if not is_remote(p) and p != STDIN])
+        for candidate in found.passed_over:
+            if on_passed_over is not None:
+                on_passed_over(candidate)
+        found_policy = found.policy
+    names = [found_policy.source] if found_policy is not None and found_policy.source else []
+    settings, extra = selection(select, ignore)
+    if settings:
+        base = found_policy or Policy()
+        source = "; ".join([*names, *extra])
+        found_policy = replace(base, rules={**base.rules, **settings}, source=source)
+    return found_policy, [*names, *extra]
+
+
+def passed_over_note(candidate: str, verb: str = "checked") -> str:
+    """Why a pyproject.toml found above the working directory was not read."""
+    return (
+        f"not reading {candidate}: it lies inside a {verb} path, and configuration comes from the user, "
+        "never from what is vetted (give it with --policy to use it)"
+    )

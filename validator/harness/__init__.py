@@ -1,0 +1,3 @@
+"""Running somebody else's loader: the loader-command protocol (a bounded
+subprocess) and the rule that tells a rejection from a crash, shared by the
+conformance harness and the fuzzers."""

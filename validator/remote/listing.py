@@ -1,0 +1,81 @@
+# Strategy: the files of an hf:// folder that are not safetensors files or
+# indexes, known by the hub's listing alone (nothing of them is read).
+# `check` and `scan` of an hf:// folder give each a verdict, as a local
+# folder's walk does (validator.sources.walk): a pickle by its name (and a .bin
+# file, a pickle when torch.save wrote it) is pickle-file (ST701), a Python
+# file custom-code (ST702), the rest are counted by kind.  `download`, which
+# fetches only the safetensors files, lists what it leaves behind.
+from __future__ import annotations
+
+import posixpath
+from typing import TYPE_CHECKING
+
+from validator._check import Checker
+from validator._display import escape_line, plural
+from validator.io.index import is_index_name
+from validator.io.names import SUFFIX
+from validator.remote._hub import is_hf, parse_hf
+from validator.sources.kinds import Other, listed_kind, safetensors_copy
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+
+    from validator.remote._hub import HubRepo
+
+
+def _listed(names: Sequence[str], source: str) -> Iterator[tuple[str, str, str | None, str | None]]:
+    """(name, kind, warning or None, safetensors copy or None) of each other
+    file below the folder ``source`` names; nothing for a single-file source."""
+    if not is_hf(source):
+        return
+    folder = parse_hf(source).path.strip("/")
+    if folder.endswith(SUFFIX) or is_index_name(folder):
+        return
+    siblings: dict[str, set[str]] = {}
+    for name in names:
+        siblings.setdefault(posixpath.dirname(name), set()).add(posixpath.basename(name))
+    for name in names:
+        if (folder and not name.startswith(folder + "/")) or name.endswith(SUFFIX) or is_index_name(name):
+            continue
+        kind, warning = listed_kind(name)
+        copy = None
+        if warning is not None and kind != "Python":
+            copy = safetensors_copy(name, siblings[posixpath.dirname(name)])
+        yield name, kind, warning, copy
+
+
+def remote_others(source: str, repo: HubRepo) -> list[Other]:
+    """A verdict on each other file of an hf:// folder, from the listing."""
+    found = []
+    for name, kind, warning, copy in _listed(sorted(repo.entries), source):
+        out = Checker()
+        if kind == "Python" and warning is not None:
+            out.add("custom-code", warning, None)
+        elif warning is not None:
+            advice = (
+                f"; a safetensors copy is here ({copy}): do not download this file, or load with use_safetensors=True"
+                if copy is not None
+                else "; do not load it unless you trust its source, and prefer a safetensors copy"
+            )
+            out.add("pickle-file", f"{warning}{advice}", None)
+        size = repo.entries[name].size
+        found.append(Other(repo.display(name), kind, size or 0, tuple(out.findings)))
+    return found
+
+
+def listing_lines(names: Sequence[str], source: str) -> list[str]:
+    """What `stcheck download` of a repository or folder leaves behind, from
+    the hub's listing (``names``): a line for each pickle and Python file and
+    a count per kind of the rest; nothing for a single-file source."""
+    lines = []
+    counts: dict[str, int] = {}
+    for name, kind, warning, copy in _listed(names, source):
+        counts[kind] = counts.get(kind, 0) + 1
+        if warning is None:
+            continue
+        note = f"; {copy} is a safetensors copy" if copy is not None else ""
+        lines.append(escape_line(f"{name}: not downloaded: {warning}{note}"))
+    if counts:
+        parts = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+        lines.append(escape_line(f"not downloaded (not safetensors): {plural(sum(counts.values()), 'file')}: {parts}"))
+    return lines

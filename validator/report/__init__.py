@@ -1,0 +1,2 @@
+"""The report model (one result per target) and its writers: text, JSON,
+SARIF, JUnit and CycloneDX."""

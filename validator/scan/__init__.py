@@ -1,1 +1,0 @@
-"""`stcheck scan`: vetting downloads and model stores at scale (deep checks, integrity, policy, report formats)."""

@@ -1,0 +1,2 @@
+"""Model signatures: the verifier interface and its OpenSSF Model Signing
+(OMS) implementation, with the digests computed in the scan's one read."""

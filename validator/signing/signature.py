@@ -1,0 +1,216 @@
+# Strategy: what a verified model signature says about a folder, and how the
+# files the scan read compare with it.  scan/oms.py has the library verify
+# the signature and hands back its content; to_manifest() checks that stcheck
+# can reproduce every digest it lists (a serialization "files" or "shards",
+# a hash type of scan/signhash.py, resource names that are plain relative
+# paths) and compare() matches the manifest against the files present:
+#
+#   - a signed file that is not there is signed-file-missing (ST803);
+#   - a file whose digest differs is signed-file-changed (ST802), and so
+#     is one, signed by shards, whose size or any shard's digest differs;
+#   - a file that is there but not signed is unsigned-file (ST804), unless
+#     it is ignored exactly as model_signing 1.1.1 ignores it when it
+#     verifies: the signature file itself, `.git`, `.gitattributes`,
+#     `.github` and `.gitignore` at the top of the folder (the library's
+#     `ignore_git_paths`, on by default in its API and its CLI), and the
+#     signature's own `ignore_paths` (each a path relative to the folder;
+#     a folder covers everything below it).  By shards, an empty file has no
+#     shard, so the library signs nothing of it and neither side lists it.
+#
+# Where stcheck differs from `model_signing verify`, on purpose:
+#   - symlinks are followed (the walker's rule, as every loader follows them)
+#     and compared by the content they lead to, whatever the signature's
+#     `allow_symlinks`; a hub-cache snapshot is all symlinks.
+#   - a signed file that the library would ignore (a `.gitattributes` signed
+#     with --no-ignore-git-paths) is compared, not reported missing.
+#   - a file the walker skips (below `.git`, `.hg` or `.svn`) is read and
+#     compared when the signature lists it, and otherwise not reported.
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import posixpath
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Final
+
+from validator.config.install import install_hint
+from validator.signing.signhash import HASH_TYPES, DigestSpec, shard_ranges
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
+    from validator.signing.oms import Signed
+
+# model_signing.hashing.Config: the paths ignore_git_paths=True adds.
+GIT_PATHS: Final = (".git", ".gitattributes", ".github", ".gitignore")
+SIGNATURE_NAME: Final = "model.sig"  # the OMS spec's and model_signing CLI's default name
+
+
+class UnsupportedError(ValueError):
+    """The signature lists digests stcheck cannot reproduce."""
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A verified signature's digests, by file, in stcheck's terms."""
+
+    spec: DigestSpec
+    digests: dict[str, list[tuple[int, int, str]]]  # relative path -> [(start, end, hex)]; by files: [(0, -1, hex)]
+    ignore: tuple[str, ...]  # the signature's own ignore_paths, normalised
+    allow_symlinks: bool
+    model_name: str
+
+    @property
+    def by_shards(self) -> bool:
+        return self.spec.shard_size is not None
+
+
+def _relative(name: str) -> str | None:
+    """``name`` when it is a plain relative POSIX path inside the folder, else None."""
+    norm = posixpath.normpath(name)
+    if not name or name != norm or norm == "." or norm.startswith(("/", "../")) or norm == ".." or "\0" in name:
+        return None
+    return norm
+
+
+def _shard_size(value: object) -> int:
+    # model_signing 1.1.1 writes the shard size through a protobuf Struct,
+    # so it reads back as a float (1000000000.0).
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise UnsupportedError(f"the shard size {value!r} is not a number")
+    if not math.isfinite(value) or value != int(value) or value <= 0:
+        raise UnsupportedError(f"the shard size {value!r} is not a positive whole number of bytes")
+    return int(value)
+
+
+def _spec(serialization: Mapping[str, object]) -> DigestSpec:
+    method = serialization.get("method")
+    hash_type = serialization.get("hash_type")
+    if hash_type not in HASH_TYPES:
+        raise UnsupportedError(f"hash type {hash_type!r}: stcheck computes {', '.join(HASH_TYPES)}")
+    assert isinstance(hash_type, str)
+    if hash_type == "blake3" and importlib.util.find_spec("blake3") is None:
+        raise UnsupportedError(f"hash type 'blake3' needs the blake3 package: {install_hint('sign')}")
+    if method == "files":
+        return DigestSpec(hash_type)
+    if method == "shards":
+        return DigestSpec(hash_type, _shard_size(serialization.get("shard_size")))
+    raise UnsupportedError(f"serialization method {method!r}: stcheck reproduces 'files' and 'shards'")
+
+
+def _ignore(paths: object) -> tuple[str, ...]:
+    if paths is None:
+        return ()
+    if not isinstance(paths, (list, tuple)) or not all(isinstance(p, str) for p in paths):
+        raise UnsupportedError(f"ignore_paths {paths!r} is not a list of paths")
+    # As model_signing: each is relative to the folder; one that is absolute
+    # or leads out of it matches nothing inside.
+    return tuple(sorted({r for p in paths if (r := _relative(posixpath.normpath(p.rstrip("/") or "."))) is not None}))
+
+
+def to_manifest(signed: Signed) -> Manifest:
+    """The manifest of a verified signature; raise UnsupportedError when stcheck
+    cannot reproduce its digests."""
+    spec = _spec(signed.serialization)
+    digests: dict[str, list[tuple[int, int, str]]] = {}
+    for name, algorithm, digest in signed.resources:
+        if algorithm != spec.label:
+            raise UnsupportedError(
+                f"{name!r} is hashed with {algorithm!r}, not the {spec.label!r} its serialization names"
+            )
+        if spec.shard_size is None:
+            path, start, end = name, 0, -1
+        else:
+            path, _, span = name.partition(":")
+            begin, sep, stop = span.partition(":")
+            if not sep or not begin.isdigit() or not stop.isdigit() or int(begin) >= int(stop):
+                raise UnsupportedError(f"{name!r} is not a shard name PATH:START:END")
+            start, end = int(begin), int(stop)
+        rel = _relative(path)
+        if rel is None:
+            raise UnsupportedError(f"{name!r} is not a relative path inside the folder")
+        digests.setdefault(rel, []).append((start, end, digest.lower()))
+    for shards in digests.values():
+        shards.sort()
+    return Manifest(
+        spec,
+        digests,
+        _ignore(signed.serialization.get("ignore_paths")),
+        signed.serialization.get("allow_symlinks") in {True, "true"},
+        signed.model_name,
+    )
+
+
+def ignored(rel: str, paths: Iterable[str]) -> bool:
+    """Whether ``rel`` is one of ``paths`` or lies below one (pathlib's
+    is_relative_to, as model_signing tests it)."""
+    return any(rel == p or rel.startswith(p + "/") for p in paths)
+
+
+@dataclass(frozen=True)
+class Seen:
+    """A file present in the signed folder, as the scan found it."""
+
+    size: int | None
+    digests: list[str] | None  # the manifest's digest set from the scan's read; None: not computed
+    why_not: str | None = None  # when digests is None: why it could not be compared (None: say nothing)
+    source: str | None = None  # where the digests come from when not from the scan's read ("the hub's LFS")
+
+
+@dataclass
+class Outcome:
+    """compare()'s findings: (relative path, slug, message)."""
+
+    findings: list[tuple[str, str, str]] = field(default_factory=list)
+    checked: int = 0  # signed files whose digests matched
+
+    def add(self, rel: str, slug: str, message: str) -> None:
+        self.findings.append((rel, slug, message))
+
+
+def _changed(manifest: Manifest, signed: list[tuple[int, int, str]], seen: Seen, where: str) -> str | None:
+    """Why a present signed file does not match, or None when it does."""
+    assert seen.digests is not None
+    label = manifest.spec.label
+    if manifest.spec.shard_size is None:
+        actual, want = seen.digests[0], signed[0][2]
+        said = f"{label} is {actual}" if seen.source is None else f"{seen.source} {label} is {actual}"
+        return None if actual == want else f"{said}, but {where} signed {want}"
+    ranges = [(start, end) for start, end, _ in signed]
+    size = seen.size or 0
+    if shard_ranges(size, manifest.spec.shard_size) != ranges or len(seen.digests) != len(ranges):
+        covered = ranges[-1][1] if ranges else 0
+        return f"the file is {size} bytes, but {where} signed {covered} bytes in {len(ranges)} shards"
+    bad = [k for k, (_, _, want) in enumerate(signed) if seen.digests[k] != want]
+    if not bad:
+        return None
+    start, end, want = signed[bad[0]]
+    more = f" (and {len(bad) - 1} more of its {len(signed)} shards)" if len(bad) > 1 else ""
+    return f"bytes [{start}, {end}) have {label} {seen.digests[bad[0]]}, but {where} signed {want}{more}"
+
+
+def compare(manifest: Manifest, present: Mapping[str, Seen], *, where: str, signature_rel: str | None) -> Outcome:
+    """Match the files present (by path relative to the signed folder)
+    against the manifest; ``where`` names the signature in messages, and
+    ``signature_rel`` is its own path in the folder (None when outside)."""
+    out = Outcome()
+    for rel, signed in sorted(manifest.digests.items()):
+        seen = present.get(rel)
+        if seen is None:
+            out.add(rel, "signed-file-missing", f"{where} signs this file, but it is not in the folder")
+        elif seen.digests is None:
+            if seen.why_not is not None:
+                out.add(rel, "signature-unsupported", f"not compared with {where}: {seen.why_not}")
+        elif (why := _changed(manifest, signed, seen, where)) is not None:
+            out.add(rel, "signed-file-changed", f"the file changed since it was signed: {why}")
+        else:
+            out.checked += 1
+    skip = (*GIT_PATHS, *manifest.ignore, *([signature_rel] if signature_rel else []))
+    for rel, seen in sorted(present.items()):
+        if rel in manifest.digests or ignored(rel, skip):
+            continue
+        if manifest.by_shards and seen.size == 0:
+            continue  # no shard: the library signs nothing of an empty file
+        out.add(rel, "unsigned-file", f"{where} does not cover this file (a file added after signing)")
+    return out
