@@ -360,3 +360,30 @@ def test_a_broken_subcommand_is_not_hidden(fake_scan):
         main(["scan", "x.safetensors"])
     with pytest.raises(ModuleNotFoundError, match=r"validator\.no_such_module"):
         main(["--help"])
+
+
+# --- private names stay in their package ---------------------------------------
+
+
+def _package(module: str) -> str:
+    parts = module.split(".")
+    return "core" if len(parts) == 2 and parts[1].startswith("_") else (parts[1] if len(parts) > 1 else "package")
+
+
+def crossed_private_names() -> list[str]:
+    """``from validator.x.y import _name`` where the importer lies in another package."""
+    crossed = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = module_name(path)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom) or not (node.module or "").startswith("validator"):
+                continue
+            for alias in node.names:
+                private = alias.name.startswith("_") and not alias.name.startswith("__")
+                if private and _package(node.module or "") != _package(module):
+                    crossed.append(f"{module} imports {node.module}.{alias.name}")
+    return crossed
+
+
+def test_no_private_name_is_crossed_between_packages():
+    assert crossed_private_names() == []

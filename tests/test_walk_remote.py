@@ -51,12 +51,12 @@ def test_a_hub_folder_with_a_pickle_beside_its_safetensors_fails(hub, server, tm
         lines = out.splitlines()
         assert (
             f"{AT}/pytorch_model.bin: ST701 pickle-file a .bin file (a pickle when torch.save wrote it): loading it "
-            "can run code; a safetensors copy is here (model.safetensors): do not download this file, or load with "
-            "use_safetensors=True"
+            "can run code; a safetensors copy is here (model.safetensors): use it (load with "
+            "use_safetensors=True), not this file"
         ) in lines
         assert f"{AT}/modeling_tiny.py: ST702 custom-code custom code: `trust_remote_code=True` would run it" in lines
         assert lines[-1] == (
-            "1 file checked (strict): 1 valid, 0 invalid; 1 error, 1 warning; "
+            "1 file checked (strict): 1 valid, 0 invalid, 1 other target fails; 1 error, 1 warning; "
             "4 other files: 1 JSON, 1 Python, 1 pickle or raw weights, 1 tokenizer"
         )
     # Nothing of those files was fetched: the weights' header only.

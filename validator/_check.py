@@ -19,6 +19,11 @@ from validator._rules import BY_SLUG
 MAX_PER_RULE: Final = 1000
 
 
+def make_finding(slug: str, message: str, offset: int | None = None, *, tensor: str | None = None) -> Finding:
+    """One finding of the rule ``slug``, outside any check (a walk's link, a signature)."""
+    return Finding(BY_SLUG[slug], message, offset, tensor, None)
+
+
 class Retry(Exception):  # noqa: N818 - a control-flow signal, not an error
     """The fast path met something it cannot locate exactly."""
 

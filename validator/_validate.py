@@ -37,7 +37,7 @@ _REFERENCE: Final = Profile.REFERENCE
 _ERROR: Final = Severity.ERROR
 
 
-def _profile(profile: Profile | str) -> Profile:
+def as_profile(profile: Profile | str) -> Profile:
     if isinstance(profile, Profile):
         return profile
     try:
@@ -246,7 +246,7 @@ def validate(source: Source, *, profile: Profile | str = Profile.STRICT) -> Repo
     >>> validator.validate(b"\\x02\\x00\\x00\\x00\\x00\\x00\\x00\\x00{}").valid
     True
     """
-    prof = _profile(profile)
+    prof = as_profile(profile)
     if isinstance(source, (bytes, bytearray, memoryview)):
         return _from_buffer(source, prof, None)
     if isinstance(source, (str, os.PathLike)):

@@ -212,12 +212,12 @@ def _inspect_text(checked: Checked, profile: str) -> None:
 
 
 def _inspect_others(checked: Checked) -> None:
-    from validator.sources.walk import count_kinds, kinds_line  # noqa: PLC0415 - only for folders
+    from validator.sources.kinds import count_kinds, kinds_line  # noqa: PLC0415 - only for folders
 
     for other in checked.others:
         print(f"{escape_path(other.path)}: {other.size:,} bytes, {other.kind}")
     for line in _other_lines(checked):
         print(line)
-    line = kinds_line(count_kinds(checked.others))
+    line = kinds_line(count_kinds(o.kind for o in checked.others))
     if line:
         print(line)

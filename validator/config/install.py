@@ -20,7 +20,9 @@ import re
 import shlex
 
 _DIST = "stcheck"
-_PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_PACKAGE_PARENT = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+)  # above validator/config/
 
 
 def _is_checkout(folder: str) -> bool:

@@ -42,7 +42,7 @@ from validator._entries import pointer
 from validator._errors import InvalidIndexError, SourceError, TensorNotFoundError
 from validator._findings import Finding, ReportBase
 from validator._source import RegularFile, os_error, read_exact
-from validator._validate import _profile, validate
+from validator._validate import as_profile, validate
 from validator.io.checkpoint import ParsedIndex, ShardProblem, cross_check, shard_names
 from validator.io.names import (
     hub_repo_folder,
@@ -393,7 +393,7 @@ def validate_index(
     shards' headers are read.  Raises SourceError when the index itself
     cannot be read.
     """
-    prof = _profile(profile)
+    prof = as_profile(profile)
     where = os.fspath(path)
     out = index_checker()
     raw, size = read_index(where)

@@ -40,7 +40,7 @@ from validator._errors import DeviceError, InvalidFileError, LoadError, TensorNo
 from validator._findings import TensorInfo, TensorTable
 from validator._rules import PREFIX_LEN
 from validator._source import os_error, read_exact
-from validator._validate import _profile, check_buffer
+from validator._validate import as_profile, check_buffer
 from validator.io._mapping import (
     ELEMENT_BYTES,
     OWN_MAPPING,
@@ -158,7 +158,7 @@ class SafetensorsFile:
         self._os = platform_facts(self._kind)
         self._tables: tuple[Any, ...] | None = None  # the framework's functions and dtypes, on first use
         self._order: list[tuple[str, int]] | None = None  # (name, row) in the order of the data, on first use
-        prof = _profile(profile)
+        prof = as_profile(profile)
         fd, st, self.path = open_source(path)
         self._live: Mapped | None = None
         live = Mapped(fd, st.st_size, mmap.ACCESS_COPY if fw == "torch" else mmap.ACCESS_READ)  # owns fd from here

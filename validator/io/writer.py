@@ -315,7 +315,7 @@ def _header(items: list[_Item], metadata: Mapping[str, str] | None) -> bytearray
     return out
 
 
-def _umask() -> int:
+def current_umask() -> int:
     try:
         with open("/proc/self/status", encoding="ascii") as status:  # noqa: PTH123
             for line in status:
@@ -520,7 +520,7 @@ def write_file(target: str, head: bytes | bytearray, items: list[_Item], *, fsyn
             try:
                 mode = Path(target).stat().st_mode & 0o7777
             except FileNotFoundError:
-                mode = 0o666 & ~_umask()
+                mode = 0o666 & ~current_umask()
             os.fchmod(out.fileno(), mode)
             if fsync:
                 os.fsync(out.fileno())

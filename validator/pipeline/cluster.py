@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from validator.pipeline.ranges import HashPart, Plan, RangePart, failed, hash_file, merge, plan, scan_range
 from validator.pipeline.timed import ScaleError, timed_scan
-from validator.read.integrity import _key as checksum_key
+from validator.read.integrity import checksum_key
 from validator.report.progress import rich_progress
 from validator.report.results import FileResult
 

@@ -31,7 +31,7 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
 
-from validator._check import Checker
+from validator._check import make_finding
 from validator.config.install import install_hint
 from validator.config.policy import apply_policy
 from validator.io.names import hub_snapshot
@@ -54,7 +54,6 @@ from validator.sources.schemes import is_remote
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from validator._findings import Finding
     from validator.config.policy import Policy
     from validator.config.settings import Network
     from validator.pipeline.engine import Options
@@ -99,12 +98,6 @@ def keys_from_options(args: KeyOptions) -> Keys | None:
             raise ValueError("--signature needs --public-key, --certificate-chain, or --identity with --issuer")
         return None
     return Keys(public_key, chain, identity, issuer, trust)
-
-
-def _finding(slug: str, message: str) -> Finding:
-    out = Checker()
-    out.add(slug, message, None)
-    return out.findings[0]
 
 
 def _snapshot(display: str) -> str | None:
@@ -362,7 +355,7 @@ class Signing:
         for r in results:
             if os.path.basename(r.path) == SIGNATURE_NAME and r.kind in {"other", "blob"} and r.error is None:
                 message = "signed, but not verified: pass --public-key or --certificate-chain (or --identity)"
-                r.items.extend(apply_policy([_finding("signature-not-verified", message)], policy))
+                r.items.extend(apply_policy([make_finding("signature-not-verified", message)], policy))
                 for target in self.targets:
                     if target.rel(r) is not None:
                         target.status = "not-verified"
@@ -429,7 +422,7 @@ class Signing:
         by_path = {r.path: r for r in results if r.kind != "link"}
         by_rel = {} if target.remote else {target.rel(r): r for r in results if r.kind not in {"link", "missing"}}
         for display, slug, message, rel in target.findings:
-            items = apply_policy([_finding(slug, message)], policy)
+            items = apply_policy([make_finding(slug, message)], policy)
             result = (None if rel is None else by_rel.get(rel)) or by_path.get(display)
             if result is None:
                 kind = "missing" if slug in {"signed-file-missing", "signature-missing"} else "other"

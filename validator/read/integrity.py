@@ -65,7 +65,7 @@ def _unescape(name: str) -> str:
     return "".join(out)
 
 
-def _key(path: str) -> str:
+def checksum_key(path: str) -> str:
     return os.path.normcase(os.path.realpath(path))
 
 
@@ -118,7 +118,7 @@ def read_checksums(path: str) -> Checksums:
         expected = Expected("sha256", digest.lower(), f"{path}:{number}")
         candidates = [name] if os.path.isabs(name) else [os.path.join(base, name), name]
         for candidate in candidates:
-            key = _key(candidate)
+            key = checksum_key(candidate)
             known = table.setdefault(key, expected)
             # `sha256sum -c` checks every line: two lines that give one file
             # two digests cannot both hold, so the list itself is wrong.
@@ -135,7 +135,7 @@ def read_checksums(path: str) -> Checksums:
 
 def lookup(table: dict[str, Expected], path: str) -> Expected | None:
     """The expected digest listed for ``path``, or None."""
-    return table.get(_key(path))
+    return table.get(checksum_key(path))
 
 
 def from_blob_name(blob: str) -> Expected | None:

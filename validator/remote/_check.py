@@ -22,7 +22,7 @@ from urllib.parse import quote, urljoin, urlsplit
 
 from validator._errors import RemoteError
 from validator._rules import PREFIX_LEN
-from validator._validate import _profile, check_buffer, validate
+from validator._validate import as_profile, check_buffer, validate
 from validator.io.checkpoint import ParsedIndex, ShardProblem, cross_check
 from validator.io.index import (
     MAX_CONFIG_SIZE,
@@ -340,7 +340,7 @@ def check_source(
     SourceError) with the address and the reason when a source cannot be
     read, and ValueError for a malformed address.
     """
-    prof = _profile(profile)
+    prof = as_profile(profile)
     opts = options or Options()
     with Client(opts) as client:
         found = plan(source, opts)
@@ -365,7 +365,7 @@ def validate_url(url: str, *, profile: Profile | str = "strict", options: Option
     downloaded.  Raises RemoteError with the URL and the reason on network
     errors and HTTP errors (404 included).
     """
-    prof = _profile(profile)
+    prof = as_profile(profile)
     opts = options or Options()
     with Client(opts) as client:
         found = plan(url, opts)
@@ -384,7 +384,7 @@ def validate_remote_index(
     A shard the server answers 404 for is an ``index-shard-missing`` finding;
     other network errors raise RemoteError.
     """
-    prof = _profile(profile)
+    prof = as_profile(profile)
     opts = options or Options()
     with Client(opts) as client:
         found = plan(url, opts)

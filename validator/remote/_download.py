@@ -34,9 +34,9 @@ from typing import TYPE_CHECKING, Final
 from validator._check import Checker
 from validator._errors import RemoteError, SourceError
 from validator._rules import Severity
-from validator._validate import _profile
+from validator._validate import as_profile
 from validator.io.index import unsafe_shard_name
-from validator.io.writer import _umask  # the one umask reader, shared with save
+from validator.io.writer import current_umask  # the one umask reader, shared with save
 from validator.read.integrity import Digester, Expected, check_digest
 from validator.remote._check import Plan, RemoteEntry, RemoteHeader, check_index, plan, read_header, unnamed_files
 from validator.remote._http import Client, Options
@@ -115,7 +115,7 @@ def _temp(final: str) -> tuple[int, str]:
         try:
             mode = stat.S_IMODE(os.stat(final).st_mode)
         except FileNotFoundError:
-            mode = 0o666 & ~_umask()
+            mode = 0o666 & ~current_umask()
         os.fchmod(fd, mode)
     except BaseException:
         os.close(fd)
@@ -221,7 +221,7 @@ def download(  # noqa: C901 - one branch per source kind and failure
     source, with the repository's file names (what is not downloaded is
     judged from them: validator.sources.kinds).
     """
-    prof = _profile(profile)
+    prof = as_profile(profile)
     opts = options or Options()
     with Client(opts) as client:
         found = plan(source, opts)

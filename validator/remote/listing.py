@@ -10,22 +10,24 @@ from __future__ import annotations
 import posixpath
 from typing import TYPE_CHECKING
 
-from validator._check import Checker
-from validator._display import escape_line, plural
+from validator._check import make_finding
+from validator._display import escape_line
 from validator.io.index import is_index_name
 from validator.io.names import SUFFIX
 from validator.remote._hub import is_hf, parse_hf
-from validator.sources.kinds import Other, listed_kind, safetensors_copy
+from validator.sources.kinds import Other, count_kinds, kinds_line, listed_kind, pickle_advice, safetensors_copy
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
+    from validator._findings import Finding
     from validator.remote._hub import HubRepo
 
 
-def _listed(names: Sequence[str], source: str) -> Iterator[tuple[str, str, str | None, str | None]]:
-    """(name, kind, warning or None, safetensors copy or None) of each other
-    file below the folder ``source`` names; nothing for a single-file source."""
+def _listed(names: Sequence[str], source: str) -> Iterator[tuple[str, str, str | None, tuple[str | None, str]]]:
+    """(name, kind, warning or None, (safetensors copy or None, pickle advice))
+    of each other file below the folder ``source`` names; nothing for a
+    single-file source."""
     if not is_hf(source):
         return
     folder = parse_hf(source).path.strip("/")
@@ -38,28 +40,22 @@ def _listed(names: Sequence[str], source: str) -> Iterator[tuple[str, str, str |
         if (folder and not name.startswith(folder + "/")) or name.endswith(SUFFIX) or is_index_name(name):
             continue
         kind, warning = listed_kind(name)
-        copy = None
-        if warning is not None and kind != "Python":
-            copy = safetensors_copy(name, siblings[posixpath.dirname(name)])
-        yield name, kind, warning, copy
+        here = siblings[posixpath.dirname(name)]
+        copy = safetensors_copy(name, here) if warning is not None and kind != "Python" else None
+        yield name, kind, warning, (copy, pickle_advice(name, here))
 
 
 def remote_others(source: str, repo: HubRepo) -> list[Other]:
     """A verdict on each other file of an hf:// folder, from the listing."""
     found = []
-    for name, kind, warning, copy in _listed(sorted(repo.entries), source):
-        out = Checker()
+    for name, kind, warning, (_copy, advice) in _listed(sorted(repo.entries), source):
+        findings: tuple[Finding, ...] = ()
         if kind == "Python" and warning is not None:
-            out.add("custom-code", warning, None)
+            findings = (make_finding("custom-code", warning),)
         elif warning is not None:
-            advice = (
-                f"; a safetensors copy is here ({copy}): do not download this file, or load with use_safetensors=True"
-                if copy is not None
-                else "; do not load it unless you trust its source, and prefer a safetensors copy"
-            )
-            out.add("pickle-file", f"{warning}{advice}", None)
+            findings = (make_finding("pickle-file", f"{warning}{advice}"),)
         size = repo.entries[name].size
-        found.append(Other(repo.display(name), kind, size or 0, tuple(out.findings)))
+        found.append(Other(repo.display(name), kind, size or 0, findings))
     return found
 
 
@@ -68,14 +64,14 @@ def listing_lines(names: Sequence[str], source: str) -> list[str]:
     the hub's listing (``names``): a line for each pickle and Python file and
     a count per kind of the rest; nothing for a single-file source."""
     lines = []
-    counts: dict[str, int] = {}
-    for name, kind, warning, copy in _listed(names, source):
-        counts[kind] = counts.get(kind, 0) + 1
+    kinds = []
+    for name, kind, warning, (copy, _advice) in _listed(names, source):
+        kinds.append(kind)
         if warning is None:
             continue
         note = f"; {copy} is a safetensors copy" if copy is not None else ""
         lines.append(escape_line(f"{name}: not downloaded: {warning}{note}"))
+    counts = count_kinds(kinds)
     if counts:
-        parts = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
-        lines.append(escape_line(f"not downloaded (not safetensors): {plural(sum(counts.values()), 'file')}: {parts}"))
+        lines.append(escape_line(f"not downloaded (not safetensors): {kinds_line(counts, 'file')}"))
     return lines

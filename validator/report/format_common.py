@@ -13,6 +13,7 @@ from validator._display import encodable, escape_line, escape_path
 from validator._findings import strict_only_failure
 from validator._rules import Profile, Rule, Severity
 from validator.config import settings
+from validator.sources.kinds import count_kinds
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -154,8 +155,7 @@ def summary(results: Sequence[FileResult], errors: Sequence[str], seconds: float
 
 def _other_kinds(results: Sequence[FileResult]) -> dict[str, int]:
     """A folder's other files (and a hub cache's non-safetensors files) per kind."""
-    counts: Counter[str] = Counter(r.file_kind for r in results if r.file_kind is not None)
-    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    return count_kinds(r.file_kind for r in results if r.file_kind is not None)
 
 
 def reference_loads(r: FileResult) -> bool:

@@ -47,6 +47,7 @@ from validator.report.format_common import (
     spec_link,
     summary,
 )
+from validator.sources.kinds import kinds_line
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -148,9 +149,7 @@ def summary_line(s: dict[str, Any], profile: str, policies: Sequence[str]) -> st
     if s["blobs"]:
         parts.append(f"{plural(s['blobs'], 'other blob')} verified")
     if s["other_files"]:
-        total = sum(s["other_files"].values())
-        kinds = ", ".join(f"{n} {kind}" for kind, n in s["other_files"].items())
-        parts.append(f"{plural(total, 'other file')}: {kinds}")
+        parts.append(kinds_line(s["other_files"]))
     name = policy_names(policies)
     if name is not None:
         parts.append(f"policy {name}")

@@ -38,7 +38,7 @@ from validator._sniff import SNIFF_LEN, identify
 from validator._source import RegularFile, os_error, read_exact
 
 if TYPE_CHECKING:
-    from collections.abc import Collection
+    from collections.abc import Collection, Iterable
 
     from validator._findings import Finding
 
@@ -180,6 +180,32 @@ def safetensors_copy(name: str, siblings: Collection[str]) -> str | None:
     return None
 
 
+def pickle_advice(name: str, siblings: Collection[str]) -> str:
+    """What to do about a pickle named ``name`` among ``siblings`` (its
+    folder's names), for a folder, a hub cache and an hf:// listing alike."""
+    copy = safetensors_copy(name, siblings)
+    if copy is not None:
+        return f"; a safetensors copy is here ({copy}): use it (load with use_safetensors=True), not this file"
+    return "; do not load it unless you trust its source, and prefer a safetensors copy"
+
+
+def count_kinds(kinds: Iterable[str]) -> dict[str, int]:
+    """Files per kind, most common first (then by name)."""
+    counts: dict[str, int] = {}
+    for kind in kinds:
+        counts[kind] = counts.get(kind, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def kinds_line(counts: dict[str, int], what: str = "other file") -> str:
+    """``3 other files: 2 JSON, 1 tokenizer``, or "" when there are none."""
+    total = sum(counts.values())
+    if not total:
+        return ""
+    parts = ", ".join(f"{n} {kind}" for kind, n in counts.items())
+    return f"{total} {what}{'s' if total != 1 else ''}: {parts}"
+
+
 def classify(path: str, siblings: Collection[str]) -> Other:
     """The kind and findings of one regular file found in a folder.
 
@@ -206,13 +232,7 @@ def classify(path: str, siblings: Collection[str]) -> Other:
     elif low.endswith(PICKLE_NAMES) and (slug is None or slug in {"file-is-archive", "file-is-zip"}):
         what = f"a {os.path.splitext(low)[1]} file is a pickle by convention (torch.load, joblib.load unpickle it)"
     if what is not None:
-        copy = safetensors_copy(name, siblings)
-        advice = (
-            f"; a safetensors copy is here ({copy}): delete this file, or load with use_safetensors=True"
-            if copy is not None
-            else "; do not load it unless you trust its source, and prefer a safetensors copy"
-        )
-        out.add("pickle-file", f"{what}: loading it can run arbitrary code{advice}", None)
+        out.add("pickle-file", f"{what}: loading it can run arbitrary code{pickle_advice(name, siblings)}", None)
         return Other(path, "pickle", st.st_size, tuple(out.findings))
     kind = name_kind(name)
     if kind == "Python":

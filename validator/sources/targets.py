@@ -68,7 +68,8 @@ def _named_shards(index: str) -> set[str]:
 def _folder_targets(path: str, errors: list[str], *, empty_is_error: bool) -> Iterator[Target]:
     """A directory's targets (validator.sources.walk): link findings, its indexes,
     the *.safetensors files no index names, then every other file."""
-    from validator.sources.walk import count_kinds, judge_others, kinds_line, walk  # noqa: PLC0415 - only for folders
+    from validator.sources.kinds import count_kinds, kinds_line  # noqa: PLC0415 - only for folders
+    from validator.sources.walk import judge_others, walk  # noqa: PLC0415 - as above
 
     tree = walk(path, is_index=is_index)
     errors.extend(tree.unreadable())
@@ -77,7 +78,7 @@ def _folder_targets(path: str, errors: list[str], *, empty_is_error: bool) -> It
     others = judge_others(tree, errors)
     if empty_is_error and not files and not indexes and not tree.links and all(not o.findings for o in others):
         # A check that checked nothing there must not pass.
-        line = kinds_line(count_kinds(others))
+        line = kinds_line(count_kinds(o.kind for o in others))
         errors.append(f"{path}: no *{SUFFIX} file in this directory or below it" + (f" ({line})" if line else ""))
     named: set[str] = set()
     for index in indexes:

@@ -33,7 +33,7 @@ import stat
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
-from validator._check import Checker
+from validator._check import make_finding
 from validator._errors import SourceError
 from validator.io.names import SUFFIX, hub_repo_folder
 from validator.sources.kinds import Other, classify
@@ -122,12 +122,6 @@ def _entry_kind(name: str, is_index: Callable[[str], bool]) -> str:
 _Key = tuple[int, int]  # a folder's (device, inode)
 
 
-def _link_finding(slug: str, message: str) -> Finding:
-    out = Checker()
-    out.add(slug, message, None)
-    return out.findings[0]
-
-
 class _Walk:
     """One walk: the folders still to list, and each real folder's first path."""
 
@@ -204,7 +198,7 @@ class _Walk:
                 f"resolves through a symlink to {real!r}, outside {self.tree.root!r}: what it points to is "
                 "still checked, but it is not part of what was given"
             )
-            self.tree.links.append((path, _link_finding("link-leaves-root", message)))
+            self.tree.links.append((path, make_finding("link-leaves-root", message)))
             outside = True
         return target, real, outside
 
@@ -225,7 +219,7 @@ class _Walk:
             message = f"links back to {seen!r}, a folder that holds it (a loop): not walked again"
         else:
             message = f"links to a folder already walked as {seen!r}: its files are reported there"
-        self.tree.links.append((path, _link_finding("link-loop", message)))
+        self.tree.links.append((path, make_finding("link-loop", message)))
 
 
 def walk(top: str, *, is_index: Callable[[str], bool], root: str | None = None) -> Tree:
@@ -250,20 +244,3 @@ def judge_others(tree: Tree, errors: list[str]) -> list[Other]:
         except SourceError as exc:
             errors.append(str(exc))
     return judged
-
-
-def count_kinds(others: list[Other]) -> dict[str, int]:
-    """Other files per kind, most common first (then by name)."""
-    counts: dict[str, int] = {}
-    for other in others:
-        counts[other.kind] = counts.get(other.kind, 0) + 1
-    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
-
-
-def kinds_line(counts: dict[str, int]) -> str:
-    """``3 other files: 2 JSON, 1 tokenizer``, or "" when there are none."""
-    total = sum(counts.values())
-    if not total:
-        return ""
-    parts = ", ".join(f"{n} {kind}" for kind, n in counts.items())
-    return f"{total} other file{'s' if total != 1 else ''}: {parts}"
