@@ -200,3 +200,41 @@ def test_a_policy_found_inside_the_scanned_folder_is_a_note_not_a_policy(tmp_pat
     assert vetted.policies == []
     assert vetted.notes == seen
     assert seen[0].startswith(f"not reading {top / 'pyproject.toml'}: it lies inside a scanned path")
+
+
+def test_a_new_scheme_is_one_module_and_one_row(tmp_path, monkeypatch, capsys):
+    # The registry names the module that reads a scheme; check, inspect, scan
+    # and vet() all reach it through resolve() and the plan.
+    from validator.sources import schemes
+
+    module = tmp_path / "stcheck_mem_source.py"
+    module.write_text(
+        "from validator import validate\n"
+        "BLOBS = {}\n"
+        "def read_source(source, *, profile, network):\n"
+        "    return [validate(BLOBS[source], profile=profile)], []\n",
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import stcheck_mem_source
+
+    stcheck_mem_source.BLOBS["mem://bad"] = clean_file()[:-1]
+    row = schemes.Scheme("mem://", "stcheck_mem_source", "remote", "an in-memory test source")
+    monkeypatch.setattr(schemes, "SCHEMES", (*schemes.SCHEMES, row))
+    assert main(["check", "--no-config", "mem://bad"]) == 1
+    assert "ST407" in capsys.readouterr().out
+    assert main(["inspect", "mem://bad"]) == 1
+    capsys.readouterr()
+    vetted = _same(capsys, ["mem://bad"], _options())
+    assert vetted.exit_code == 1
+
+
+def test_inspect_reads_standard_input_as_check_does(monkeypatch, capsys):
+    data = clean_file()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    assert main(["inspect", "-"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"<stdin>: {len(data)} bytes, header ")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data[:-1])))
+    assert main(["inspect", "--format", "json", "-"]) == 1
+    assert json.loads(capsys.readouterr().out)["valid"] is False

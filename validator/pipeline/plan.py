@@ -16,10 +16,11 @@
 # ruff: noqa: PTH116
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from validator._check import MAX_PER_RULE, Checker
 from validator._errors import SourceError
@@ -32,7 +33,7 @@ from validator.config.settings import Network
 from validator.pipeline.verdicts import link_result, one_entry_per_path, other_result
 from validator.report.group import group_per_tensor
 from validator.report.results import FileResult
-from validator.sources.schemes import STDIN, STDIN_NAME, is_remote
+from validator.sources.schemes import STDIN, STDIN_NAME, is_remote, scheme_of
 from validator.sources.targets import Target, resolve
 
 if TYPE_CHECKING:
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
     from validator._findings import Finding, Report
     from validator.config.policy import Policy
     from validator.io.index import IndexReport
-    from validator.remote._hub import HubRepo
     from validator.sources.kinds import Other
 
 _DRAIN = 1 << 20
@@ -58,30 +58,32 @@ class Checked:
     links: list[tuple[str, Finding]] = field(default_factory=list)
 
 
-def _remote_options(network: Network | None) -> Any:  # noqa: ANN401 - validator.remote.Options, imported lazily
-    from validator.remote import default_options  # noqa: PLC0415 - the remote extra loads only for remote sources
+class SourceReader(Protocol):
+    """What the module a scheme names (validator.sources.schemes) provides."""
 
-    network = network or Network()
-    return default_options(timeout=network.timeout, concurrency=network.concurrency, headers=network.headers)
+    def read_source(
+        self, source: str, *, profile: str, network: Network
+    ) -> tuple[list[Report | IndexReport], list[Other]]: ...
 
 
 def check_remote(source: str, profile: str, network: Network | None) -> tuple[list[Report | IndexReport], list[Other]]:
-    """Check a remote source: its reports, and a verdict on every other file
-    an hf:// folder lists (judged by name); raise SourceError with a
-    one-line reason."""
+    """Check a remote source through the module its scheme names: its
+    reports, and a verdict on every other file a listed folder holds (judged
+    by name); raise SourceError with a one-line reason."""
+    scheme = scheme_of(source)
+    if scheme is None:
+        msg = f"{source}: not a remote source"
+        raise SourceError(msg)
     try:
-        from validator.remote import check_source  # noqa: PLC0415 - the remote extra loads only for remote sources
+        # The reader (and its HTTP client) loads only for a remote source.
+        reader: SourceReader = importlib.import_module(scheme.module)
     except ImportError as exc:
-        msg = f"{source}: remote checks need {exc.name}, which is not installed: {install_hint('remote')}"
+        msg = f"{source}: remote checks need {exc.name}, which is not installed: {install_hint(scheme.extra)}"
         raise SourceError(msg) from exc
-    from validator.remote.listing import remote_others  # noqa: PLC0415 - as above
-
-    repos: list[HubRepo] = []
     try:
-        reports = check_source(source, profile=profile, options=_remote_options(network), on_repo=repos.append)
+        return reader.read_source(source, profile=profile, network=network or Network())
     except ValueError as exc:
         raise SourceError(str(exc)) from exc
-    return reports, (remote_others(source, repos[0]) if repos else [])
 
 
 def read_stdin(profile: str) -> Report:

@@ -38,7 +38,8 @@ from validator.io.names import hub_snapshot
 from validator.pipeline.engine import Job, run_jobs
 from validator.report.bom import ModelGroup
 from validator.report.results import FileResult
-from validator.signing.oms import MAX_SIGNATURE_SIZE, Keys, SignatureRejectedError, SigningSetupError, Verifier
+from validator.signing.base import Keys, SignatureRejectedError, SigningSetupError, verifier_for
+from validator.signing.oms import MAX_SIGNATURE_SIZE
 from validator.signing.signature import (
     SIGNATURE_NAME,
     Manifest,
@@ -174,7 +175,7 @@ class Signing:
         self.keys = keys
         self.signature = signature
         self.bom = bom
-        self.verifier = None if keys is None else Verifier(keys)
+        self.verifier = None if keys is None else verifier_for(keys)
         self.targets: list[Target] = []
 
     @classmethod

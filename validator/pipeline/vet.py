@@ -38,7 +38,7 @@ from validator.pipeline.signed import Signing
 from validator.pipeline.verdicts import attach, link_result, one_entry_per_path
 from validator.read.integrity import normalise_sha256, read_checksums
 from validator.report.results import exit_status
-from validator.signing.oms import SigningSetupError
+from validator.signing.base import SigningSetupError
 from validator.sources.schemes import STDIN
 
 if TYPE_CHECKING:

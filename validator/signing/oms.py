@@ -8,7 +8,7 @@
 # reads every file again, a second read of a model the scan is already
 # reading once.  So verify() below asks the library's verifier for the
 # manifest alone and hands back plain data (the serialization parameters and
-# each resource's name, algorithm and digest); scan/signature.py compares
+# each resource's name, algorithm and digest); signing/signature.py compares
 # those with the digests the scan computed in its own single read.
 #
 # Getting the manifest alone needs two names model_signing does not export:
@@ -44,55 +44,16 @@ import io
 import logging
 import pathlib
 import stat
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from validator._errors import StcheckError
 from validator.config.install import install_hint
+from validator.signing.base import Keys, SignatureRejectedError, Signed, SigningSetupError
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
 SUPPORTED_VERSION: Final = "1.1.1"
 MAX_SIGNATURE_SIZE: Final = 100_000_000  # bytes: about half a million resources (some 200 bytes each, in base64)
-
-
-class SigningSetupError(StcheckError):
-    """Verification cannot start: a key or certificate that cannot be read,
-    the `sign` extra missing, no trust root for keyless verification."""
-
-
-class SignatureRejectedError(StcheckError):
-    """The signature does not verify; the message says why."""
-
-
-@dataclass(frozen=True)
-class Keys:
-    """What to verify with: an EC public key, a certificate chain, or a
-    keyless Sigstore identity and its OIDC issuer."""
-
-    public_key: str | None = None
-    certificate_chain: tuple[str, ...] = ()
-    identity: str | None = None
-    issuer: str | None = None
-    trust_config: str | None = None
-
-    def describe(self) -> str:
-        """How the signature was verified, for reports."""
-        if self.public_key is not None:
-            return f"public key {self.public_key}"
-        if self.certificate_chain:
-            return "certificate chain " + ", ".join(self.certificate_chain)
-        return f"Sigstore identity {self.identity} (issuer {self.issuer})"
-
-
-@dataclass(frozen=True)
-class Signed:
-    """A verified signature's content, as plain data."""
-
-    serialization: dict[str, Any]  # method, hash_type, allow_symlinks, ignore_paths, shard_size
-    resources: tuple[tuple[str, str, str], ...]  # (name, algorithm, hex digest), sorted by name
-    model_name: str
 
 
 @contextlib.contextmanager
@@ -184,7 +145,10 @@ def _read_small(path: str) -> bytes:
 
 
 class Verifier:
-    """The library's verifier for one set of keys, read and checked at once."""
+    """OMS verification (validator.signing.base.SignatureVerifier): the
+    library's verifier for one set of keys, read and checked at once."""
+
+    method = "oms"
 
     def __init__(self, keys: Keys) -> None:
         check_inputs(keys)

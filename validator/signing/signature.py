@@ -40,7 +40,7 @@ from validator.signing.signhash import HASH_TYPES, DigestSpec, shard_ranges
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
-    from validator.signing.oms import Signed
+    from validator.signing.base import Signed
 
 # model_signing.hashing.Config: the paths ignore_git_paths=True adds.
 GIT_PATHS: Final = (".git", ".gitattributes", ".github", ".gitignore")

@@ -3,8 +3,8 @@
 # registry names (imported only when such an argument is given, so a local
 # check never loads an HTTP client); anything else is a local path, or `-`
 # for standard input.  Adding a source (s3://, say) is one module that
-# provides `check_source` and `list_source` like validator.remote, plus one
-# row here.
+# provides `read_source(source, *, profile, network)` as validator.remote
+# does (validator.pipeline.plan.SourceReader), plus one row here.
 from __future__ import annotations
 
 from dataclasses import dataclass
