@@ -10,6 +10,7 @@ pytest.importorskip("urllib3")
 
 import validator
 from tests.remote_servers import Server, from_bytes
+from tests.test_remote import hub, server  # noqa: F401 - fixtures: a local server and a fake hub on it
 from validator.cli.main import main
 
 TOKEN = {"X-Api-Key": "s3cret", "Authorization": "Bearer t0ken"}
@@ -90,25 +91,18 @@ def test_a_malformed_header_is_a_usage_error_with_its_reason(value, reason, caps
 
 
 @pytest.mark.parametrize("command", ["check", "scan", "inspect", "download"])
-def test_the_hf_listing_sends_them_too(command, valid_bytes, tmp_path, monkeypatch, capsys):
+def test_the_hf_listing_sends_them_too(command, valid_bytes, tmp_path, hub, capsys):  # noqa: F811 - hub is a fixture
     # A private hub answers 403 to any request without its header, the
     # repository listing (huggingface_hub's HTTP stack) included.
-    pytest.importorskip("huggingface_hub")
     from tests.remote_servers import HubFile
 
-    with Server() as s:
-        monkeypatch.setenv("HF_ENDPOINT", s.url)
-        monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
-        monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
-        monkeypatch.delenv("HF_TOKEN", raising=False)
-        hub = s.hub()
-        hub.required = ("X-Api-Key", "s3cret")
-        hub.add("org/model", [HubFile("model.safetensors", valid_bytes), HubFile("config.json", b"{}", lfs=False)])
-        extra = ["-d", str(tmp_path / "out"), "--progress", "never"] if command == "download" else []
-        argv = [command, *extra, "hf://org/model"]
-        if command in {"check", "scan"}:
-            argv.insert(1, "--no-config")
-        assert main(argv) == 2  # without it: refused, one line
-        assert "403" in capsys.readouterr().err
-        rc = main([argv[0], *_argv("X-Api-Key: s3cret"), *argv[1:]])
+    hub.required = ("X-Api-Key", "s3cret")
+    hub.add("org/model", [HubFile("model.safetensors", valid_bytes), HubFile("config.json", b"{}", lfs=False)])
+    extra = ["-d", str(tmp_path / "out"), "--progress", "never"] if command == "download" else []
+    argv = [command, *extra, "hf://org/model"]
+    if command in {"check", "scan"}:
+        argv.insert(1, "--no-config")
+    assert main(argv) == 2  # without it: refused, one line
+    assert "403" in capsys.readouterr().err
+    rc = main([argv[0], *_argv("X-Api-Key: s3cret"), *argv[1:]])
     assert rc == 0, capsys.readouterr()

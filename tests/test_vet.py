@@ -20,6 +20,7 @@ import pytest
 import validator
 from tests.cluster_fixtures import normalised
 from tests.scan_fixtures import clean_file, fake_hf_cache
+from tests.test_remote import hub, server  # noqa: F401 - fixtures: a local server and a fake hub on it
 from validator.cli.main import main
 
 
@@ -126,37 +127,28 @@ def test_a_hub_cache(tmp_path, capsys):
     assert any(r.revision for r in vetted.results)
 
 
-def test_an_http_url_on_a_local_server(tmp_path, capsys):
-    pytest.importorskip("urllib3")
-    from tests.remote_servers import Server, from_bytes
+def test_an_http_url_on_a_local_server(server, capsys):  # noqa: F811 - server is a fixture
+    from tests.remote_servers import from_bytes
 
-    with Server() as server:
-        server.site.resources["/ok.safetensors"] = from_bytes(clean_file())
-        server.site.resources["/bad.safetensors"] = from_bytes(clean_file()[:-1])
-        urls = [server.url + "/ok.safetensors", server.url + "/bad.safetensors"]
-        vetted = _same(capsys, urls, _options())
+    server.site.resources["/ok.safetensors"] = from_bytes(clean_file())
+    server.site.resources["/bad.safetensors"] = from_bytes(clean_file()[:-1])
+    urls = [server.url + "/ok.safetensors", server.url + "/bad.safetensors"]
+    vetted = _same(capsys, urls, _options())
     assert vetted.exit_code == 1
 
 
-def test_an_hf_folder_on_a_local_fake_hub(tmp_path, capsys, monkeypatch):
-    pytest.importorskip("urllib3")
-    pytest.importorskip("huggingface_hub")
-    from tests.remote_servers import HubFile, Server
+def test_an_hf_folder_on_a_local_fake_hub(hub, capsys):  # noqa: F811 - hub is a fixture
+    from tests.remote_servers import HubFile
 
-    with Server() as server:
-        monkeypatch.setenv("HF_ENDPOINT", server.url)
-        monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
-        monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
-        monkeypatch.delenv("HF_TOKEN", raising=False)
-        server.hub().add(
-            "org/model",
-            [
-                HubFile("model.safetensors", clean_file()),
-                HubFile("pytorch_model.bin", pickle.dumps({"w": 1})),
-                HubFile("config.json", b"{}", lfs=False),
-            ],
-        )
-        vetted = _same(capsys, ["hf://org/model"], _options())
+    hub.add(
+        "org/model",
+        [
+            HubFile("model.safetensors", clean_file()),
+            HubFile("pytorch_model.bin", pickle.dumps({"w": 1})),
+            HubFile("config.json", b"{}", lfs=False),
+        ],
+    )
+    vetted = _same(capsys, ["hf://org/model"], _options())
     assert vetted.exit_code == 1  # the pickle, judged by name
     assert any(f.finding.code == "ST701" for r in vetted.results for f in r.findings)
 

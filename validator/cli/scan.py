@@ -31,7 +31,7 @@ from validator.report.format_common import human
 from validator.report.progress import rich_progress
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable
 
 
 _Callbacks = tuple["Callable[[int], None] | None", "Callable[[], None] | None"]
@@ -188,13 +188,6 @@ def progress_reporter(
     return contextlib.nullcontext((None, None))
 
 
-@contextlib.contextmanager
-def _bar(mode: str, total: int, files: int) -> Iterator[Callable[[int], None] | None]:
-    """The byte-count callback alone, for the cache and cluster runner."""
-    with progress_reporter(mode, total, files) as (advance, _done):
-        yield advance
-
-
 def options_of(args: argparse.Namespace) -> VetOptions:
     """The scan's options as the pipeline takes them."""
     return VetOptions(
@@ -244,6 +237,7 @@ def run_scan(args: argparse.Namespace) -> int:
             args.paths,
             options_of(args),
             progress=progress,
+            progress_mode=args.progress,
             on_note=lambda text: note(text) if text.startswith("not reading ") else notes.append(text),
         )
     except VetError as exc:

@@ -183,14 +183,17 @@ def vet(
     options: VetOptions | None = None,
     *,
     progress: Progress | None = None,
+    progress_mode: str = "auto",
     on_note: Callable[[str], None] | None = None,
 ) -> Vetted:
     """Vet files, folders, indexes, standard input (``-``), remote sources
     and a hub cache as `stcheck scan` does, and return what it found.
 
     Raises VetError when the run cannot start (its message is the one line
-    `stcheck scan` prints before exiting 2).  ``progress`` draws progress;
-    ``on_note`` receives each note as it is made (they are also returned)."""
+    `stcheck scan` prints before exiting 2).  ``progress`` draws progress
+    (and ``progress_mode``, auto, always or never, says whether a Dask
+    cluster draws its own); ``on_note`` receives each note as it is made
+    (they are also returned)."""
     options = options or VetOptions()
     paths = [paths] if isinstance(paths, str) else list(paths)  # one path, not its characters
     _check_options(paths, options)
@@ -250,7 +253,7 @@ def vet(
     )
     workers = options.jobs if options.jobs > 0 else (os.cpu_count() or 1)
     started = time.perf_counter()
-    results = plan.merge(_read_all(jobs, read, options, workers, progress))
+    results = plan.merge(_read_all(jobs, read, options, workers, progress, progress_mode))
     results = links + results
     # judge
     attach(results, {**hub.others, **plan.others}, policy)
@@ -270,8 +273,8 @@ def vet(
     )
 
 
-def _read_all(
-    jobs: list[Job], read: Options, options: VetOptions, workers: int, progress: Progress | None
+def _read_all(  # noqa: PLR0917 - one private call site
+    jobs: list[Job], read: Options, options: VetOptions, workers: int, progress: Progress | None, mode: str
 ) -> list[FileResult]:
     """The one read of every job: through the cache, a cluster or a time
     limit when one is asked for, else the local worker pool."""
@@ -281,7 +284,7 @@ def _read_all(
             options.cache,
             options.cluster,
             options.timeout_per_file,
-            progress="never" if progress is None else "auto",
+            progress="never" if progress is None else mode,
             client=options.client,
         )
 
