@@ -64,7 +64,6 @@ class PickleVerdict:
     problem: str | None
     torch_weights_only: bool = False
     name: str | None = None
-    name: str | None = None
 
     def message(self) -> str:
         """One line naming what loading the file would run, or why it is safe."""
