@@ -114,6 +114,6 @@ def _verdict(buf: Buffer, name: str | None) -> PickleVerdict:
         imports=imports,
         unsafe=unsafe,
         problem=problem,
-        torch_weights_only=clean and all(torch_allows(g.module, g.name) for g in imports),
+        torch_weights_only=clean and kind != "torch-tar" and all(torch_allows(g.module, g.name) for g in imports),
         name=name,
     )

@@ -92,7 +92,9 @@ def _next_stream(buf: Buffer, reader: Reader, pos: int, end: int) -> int:
     try:
         return reader.stream(buf, pos, end)[1]
     except ReadError as exc:
-        raise ReadError(f"trailing bytes after the STOP are not a pickle ({exc})", pos) from None
+        raise ReadError(
+            f"trailing bytes after the STOP are not a pickle ({exc.what} at byte {exc.offset})", pos
+        ) from None
 
 
 def _decompress(buf: Buffer, method: str) -> bytes:

@@ -13,7 +13,8 @@ from validator._display import escape_line
 
 # Where a read stops naming unsafe globals in one message.
 _NAMED: Final = 3
-TORCH_KINDS: Final = frozenset({"torch-zip", "torch-legacy", "torch-tar"})
+# torch.load(weights_only=True) reads these; it refuses the legacy tar form outright.
+TORCH_KINDS: Final = frozenset({"torch-zip", "torch-legacy"})
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,9 @@ class Global:
 
     @property
     def qualname(self) -> str:
-        """``module.name``, escaped for display."""
+        """``module.name``, escaped for display ("an unresolved global" when it has no name)."""
+        if (self.module, self.name) == ("?", "?"):
+            return "an unresolved global"
         return escape_line(f"{self.module}.{self.name}")
 
 
@@ -53,7 +56,8 @@ class PickleVerdict:
     the allowlist, a name that cannot be resolved statically, or an
     allowed global with arguments that are not).  ``problem`` says why the
     file could not be read to its end, or is None.  ``torch_weights_only``
-    is True when torch.load(weights_only=True) itself accepts every import.
+    is True when torch.load(weights_only=True) itself accepts every import (and the
+    container: it refuses the legacy tar form).
     ``name`` is the path or name the caller gave, if any.
     """
 
