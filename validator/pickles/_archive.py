@@ -155,7 +155,7 @@ def _zip(buf: Buffer, reader: Reader) -> str:
     try:
         with zipfile.ZipFile(_BufferFile(buf)) as archive:
             infos = archive.infolist()
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError, OverflowError, struct.error) as exc:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, ValueError, EOFError, OverflowError) as exc:
         raise ArchiveError(f"bad zip archive: {exc}") from None
     if len(infos) > MAX_MEMBERS:
         raise ArchiveError(f"zip archive with more than {MAX_MEMBERS:,} members")
