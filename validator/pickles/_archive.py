@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     Buffer = bytes | mmap.mmap
 
 MAX_MEMBERS: Final = 100_000
-MAX_MEMBER: Final = 1 << 30  # a pickle member's stored size
+MAX_MEMBER: Final = 256 << 20  # a pickle member's stored size (it is copied)
 MAX_INFLATE: Final = 256 << 20  # decompressed output of one member or one joblib file
 MAX_NPY_HEADER: Final = 1 << 20
 _CHUNK: Final = 1 << 20
@@ -139,7 +139,7 @@ class _BufferFile(io.RawIOBase):
     def seek(self, offset: int, whence: int = 0) -> int:
         base = (0, self._pos, len(self._buf))[whence]
         if base + offset < 0:
-            raise ValueError("negative seek position")
+            raise OSError(22, "Invalid argument")  # as a file's seek: zipfile expects an OSError
         self._pos = base + offset
         return self._pos
 
@@ -155,7 +155,15 @@ def _zip(buf: Buffer, reader: Reader) -> str:
     try:
         with zipfile.ZipFile(_BufferFile(buf)) as archive:
             infos = archive.infolist()
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, ValueError, EOFError, OverflowError) as exc:
+    except (
+        zipfile.BadZipFile,
+        zipfile.LargeZipFile,
+        NotImplementedError,
+        ValueError,
+        EOFError,
+        OverflowError,
+        OSError,
+    ) as exc:
         raise ArchiveError(f"bad zip archive: {exc}") from None
     if len(infos) > MAX_MEMBERS:
         raise ArchiveError(f"zip archive with more than {MAX_MEMBERS:,} members")
@@ -165,16 +173,15 @@ def _zip(buf: Buffer, reader: Reader) -> str:
     if not pickles and not arrays:
         raise ArchiveError("a zip archive with no .pkl or .npy member: not a torch.save archive or .npz")
     for info, (start, end) in pickles:
-        data, lo, hi = _member(buf, info, start, end, whole=True)
+        data = _member(buf, info, start, end, whole=True)
         reader.member = info.filename
-        _whole(data, reader, lo, hi)
+        _whole(data, reader)
     for info, (start, end) in arrays if not pickles else ():
-        data, lo, hi = _member(buf, info, start, end, whole=False)
-        at = _npy_pickle_at(data, lo, hi)
+        head = _member(buf, info, start, end, whole=False)
+        at = _npy_pickle_at(head, 0, len(head))
         if at is not None:  # an object array: its data is a pickle, read the whole member
-            data, whole_lo, whole_hi = _member(buf, info, start, end, whole=True)
             reader.member = info.filename
-            _whole(data, reader, at - lo + whole_lo, whole_hi)
+            _whole(_member(buf, info, start, end, whole=True), reader, at)
     reader.member = None
     return "torch-zip" if pickles else "npz"
 
@@ -208,43 +215,35 @@ def _region(buf: Buffer, info: zipfile.ZipInfo) -> tuple[int, int]:
     return start, end
 
 
-def _member(  # noqa: C901 - stored or deflated, prefix or whole: each checked on its own line
-    buf: Buffer, info: zipfile.ZipInfo, start: int, end: int, *, whole: bool
-) -> tuple[Buffer, int, int]:
-    """A member's bytes as (buffer, start, end): in place when stored, else inflated.
+def _member(buf: Buffer, info: zipfile.ZipInfo, start: int, end: int, *, whole: bool) -> bytes:
+    """A member's bytes (a copy: its offsets are its own), inflated if deflated.
 
     ``whole``: all of it, CRC checked; else only a prefix (an .npy header).
     """
     name = info.filename
     if end - start > MAX_MEMBER:
         raise ArchiveError(f"{name!r} is larger than {MAX_MEMBER >> 20} MiB: not read")
+    limit = MAX_INFLATE if whole else MAX_NPY_HEADER + 16
     if info.compress_type == zipfile.ZIP_STORED:
-        data: Buffer = buf
-        lo, hi = start, end
-        if not whole:
-            return buf, start, min(end, start + MAX_NPY_HEADER + 16)
+        data = bytes(buf[start : end if whole else min(end, start + limit)])
     elif info.compress_type == zipfile.ZIP_DEFLATED:
-        limit = MAX_INFLATE if whole else MAX_NPY_HEADER + 16
         inflate = zlib.decompressobj(-15)
         try:
             data = inflate.decompress(bytes(buf[start:end]), limit + 1)
         except zlib.error as exc:
             raise ArchiveError(f"bad zip archive: {name!r} does not inflate ({exc})") from None
-        if not whole:
-            return data, 0, len(data)
-        if len(data) > limit or inflate.unconsumed_tail:
+        if whole and (len(data) > limit or inflate.unconsumed_tail):
             raise ArchiveError(f"{name!r} inflates to more than {limit >> 20} MiB: not read")
-        lo, hi = 0, len(data)
     else:
         raise ArchiveError(f"{name!r} uses zip compression method {info.compress_type}, which is not read here")
-    crc = 0
-    for at in range(lo, hi, _CHUNK):
-        crc = zlib.crc32(data[at : min(hi, at + _CHUNK)], crc)
+    if not whole:
+        return data
+    crc = zlib.crc32(data)
     if crc != info.CRC:
         raise ArchiveError(f"bad zip archive: the CRC32 of {name!r} does not match (0x{crc:08x}, not 0x{info.CRC:08x})")
-    if hi - lo != info.file_size:
+    if len(data) != info.file_size:
         raise ArchiveError(f"bad zip archive: {name!r} is not the size its directory entry says")
-    return data, lo, hi
+    return data
 
 
 # -- npy --------------------------------------------------------------------------------
@@ -297,19 +296,20 @@ def _tar(buf: Buffer, reader: Reader) -> str:
     for name in _TAR_MEMBERS:
         m = members[name]
         start = m.offset_data
-        if not m.isreg() or start + m.size > len(buf):
+        if not m.isreg() or start + m.size > len(buf) or m.size > MAX_MEMBER:
             raise ArchiveError(f"bad tar archive: member {name!r} is not a regular file within the archive")
+        data = bytes(buf[start : start + m.size])
         reader.member = name
         if name in {"sys_info", "pickle"}:
-            _whole(buf, reader, start, start + m.size)
+            _whole(data, reader)
             continue
-        count, after = reader.stream(buf, start, start + m.size)
+        count, after = reader.stream(data, 0, len(data))
         if type(count) is not int or count != 0:
             raise ArchiveError(f"legacy tar checkpoint: {name!r} interleaves pickles with raw bytes; not read")
         if name == "storages":  # storage_views, after the storages
-            _whole(buf, reader, after, start + m.size)
-        elif after != start + m.size:
-            raise ReadError("trailing bytes after the tensor count", after - start)
+            _whole(data, reader, after)
+        elif after != len(data):
+            raise ReadError("trailing bytes after the tensor count", after)
     reader.member = None
     return "torch-tar"
 
@@ -322,7 +322,7 @@ def _tar_members(buf: Buffer) -> dict[str, tarfile.TarInfo]:
                 if count >= MAX_MEMBERS:
                     raise ArchiveError(f"tar archive with more than {MAX_MEMBERS:,} members")
                 members[m.name] = m
-    except (tarfile.TarError, ValueError, EOFError, OverflowError, UnicodeDecodeError) as exc:
+    except (tarfile.TarError, ValueError, EOFError, OverflowError, OSError) as exc:
         raise ArchiveError(f"bad tar archive: {exc}") from None
     missing = [name for name in _TAR_MEMBERS if name not in members]
     if missing:
