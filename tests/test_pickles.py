@@ -211,6 +211,29 @@ def test_offsets_and_members():
     assert g.member == "stream: bytes at 40"  # where the BINBYTES data begins
 
 
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"(S'echo'\nios\nsystem\n.", "loading it calls os.system"),  # INST
+        (b"\x80\x01(cos\nsystem\nS'echo'\no.", "loading it calls os.system"),  # OBJ
+        (b"\x80\x02cos\nsystem\n)\x81.", "loading it calls os.system"),  # NEWOBJ
+        (b"\x80\x04cos\nsystem\n)}\x92.", "loading it calls os.system"),  # NEWOBJ_EX
+        (b"\x80\x02cos\nsystem\n}b.", "loading it calls os.system"),  # BUILD on the global itself
+        (b"\x80\x02cos\nsystem\n.", "loading it imports os.system"),  # imported, never called
+        (b"\x80\x02\x83\x01\x02.", "loading it imports copyreg._extension_registry[513]"),  # EXT2
+        (b"\x80\x02\x84\x01\x00\x00\x00).", "loading it imports copyreg._extension_registry[1]"),  # EXT4
+        (b"\x80\x02N)R.", "loading it calls an unresolved global (calls a value computed while loading)"),
+        (b"\x80\x04\x8c\x02os\x8c\x06system\x93N\x85R.", "loading it calls os.system"),  # STACK_GLOBAL
+        (b"ccopy_reg\n_reconstructor\n.", "loading it imports copyreg._reconstructor"),  # Python 2 name, protocol 0
+        (b"\x80\x03ccopy_reg\n_reconstructor\n.", "loading it imports copy_reg._reconstructor"),  # not mapped at 3
+    ],
+)
+def test_opcodes_that_import_and_call(data, message):
+    verdict = read_pickle_bytes(data)
+    assert not verdict.weights_only
+    assert verdict.message().startswith(message)
+
+
 def test_stack_global_of_a_call_result_is_unresolved():
     verdict = read_pickle_file(CORPUS / "n_pickle_stack_global_computed.pkl")
     (g,) = verdict.unsafe
