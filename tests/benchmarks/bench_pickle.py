@@ -57,7 +57,8 @@ def _measure(label: str, path: Path, run: Callable[[], object], *, cold: bool) -
     syscalls = after["rchar"] - before["rchar"]
     state = "cold" if cold else "warm"
     print(
-        f"{label:44} {state:4} {seconds * 1000:10.1f} ms  fetched {fetched / 2**20:9.2f} MiB  read() {syscalls / 2**20:8.2f} MiB"
+        f"{label:42} {state:4} {seconds * 1000:9.1f} ms"
+        f"  fetched {fetched / 1024:10,.0f} KiB  read() {syscalls / 1024:10,.0f} KiB"
     )
     del result
     return seconds
