@@ -254,6 +254,7 @@ def test_names_are_escaped():
         ("MAX_STACK", 50, b"\x80\x02" + b"N" * 60 + b".", "stack deeper than 50"),
         ("MAX_MEMO", 10, b"\x80\x04N" + b"\x94" * 20 + b".", "more than 10 memo entries"),
         ("MAX_MARKS", 10, b"\x80\x02" + b"(" * 20 + b"N.", "MARKs nested more than 10 deep"),
+        ("MAX_IMPORTS", 10, b"\x80\x02" + b"cos\nsystem\n0" * 20 + b"N.", "more than 10 imports"),
     ],
 )
 def test_bounds(monkeypatch, bound, value, data, problem):

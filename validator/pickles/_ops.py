@@ -40,6 +40,8 @@ MAX_OPS: Final = 10_000_000
 MAX_STACK: Final = 1_000_000
 MAX_MEMO: Final = 1_000_000
 MAX_MARKS: Final = 100_000
+MAX_IMPORTS: Final = 100_000  # each is kept for the verdict: a bound on memory, not only time
+MAX_DICT_KEYS: Final = 64  # keys a dict value keeps (joblib's wrapper state has six); the rest are dropped
 MAX_LINE: Final = 1 << 20
 MAX_TEXT: Final = 16 << 20
 MAX_LONG: Final = 4096  # LONG1/LONG4 bytes decoded to an int; longer ones are opaque
@@ -305,6 +307,8 @@ class _Stream:
                 module, name = _compat_pickle.NAME_MAPPING[module, name]
             elif module in _compat_pickle.IMPORT_MAPPING:
                 module = _compat_pickle.IMPORT_MAPPING[module]
+        if len(self.reader.imports) >= MAX_IMPORTS:
+            raise ReadError(f"more than {MAX_IMPORTS:,} imports", self.at)
         rec = Import(module, name, self.at - self.base, self.reader.member, reason)
         self.reader.imports.append(rec)
         if (module, name) == JOBLIB_WRAPPER:
@@ -493,7 +497,7 @@ def _set_items(s: _Stream, target: object, items: list[object]) -> None:
         raise ReadError("odd number of items for a dict", s.at)
     if isinstance(target, _Dict):
         for k, v in zip(items[::2], items[1::2], strict=True):
-            if isinstance(k, (str, int)):
+            if isinstance(k, (str, int)) and (k in target.items or len(target.items) < MAX_DICT_KEYS):
                 target.items[k] = v
 
 
