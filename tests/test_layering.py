@@ -5,6 +5,7 @@
 # layers below it (ORDER) and itself:
 #
 #   core       validator/_*.py: the byte checks of the format; imports only itself
+#   pickles    the static reading of pickles against an allowlist (never executed)
 #   io         loader, writer, index, devices, dtype maps, the names of files
 #   sources    what an argument names: the scheme registry, the one resolve(),
 #              the folder walk and the file kinds
@@ -39,7 +40,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "validator"
 
-ORDER = ("core", "io", "sources", "config", "read", "report", "signing", "remote", "pipeline")
+ORDER = ("core", "pickles", "io", "sources", "config", "read", "report", "signing", "remote", "pipeline")
 # layer -> the layers its modules may import
 ALLOWED: dict[str, frozenset[str]] = {
     **{name: frozenset(ORDER[: i + 1]) for i, name in enumerate(ORDER)},

@@ -72,23 +72,29 @@ def _lines(out: str, code: str) -> dict[str, str]:
     return found
 
 
-def test_check_dir_fails_on_the_pickles_and_names_them(download, capsys):
+def test_check_dir_fails_on_the_code_running_pickle_and_names_the_call(download, capsys):
     rc, out, err = _run(capsys, "check", str(download))
     assert rc == 1, (out, err)
+    # The pickle that would run a command is an error naming the call (issue 29).
     pickles = _lines(out, "ST701 pickle-file")
-    assert set(pickles) == {"pytorch_model.bin", "training_args.bin"}
-    assert "loading it can run arbitrary code" in pickles["training_args.bin"]
-    # The torch pickle has a safetensors copy beside it; the training arguments have none.
-    assert "a safetensors copy is here (model.safetensors)" in pickles["pytorch_model.bin"]
-    assert "use_safetensors=True" in pickles["pytorch_model.bin"]
+    assert set(pickles) == {"training_args.bin"}
+    assert (
+        "loading it calls os.system" in pickles["training_args.bin"]
+        or "calls posix.system" in pickles["training_args.bin"]
+    )
     assert "safetensors copy is here" not in pickles["training_args.bin"]
-    assert "PyTorch checkpoint" in pickles["pytorch_model.bin"]
+    # The torch state dict holds only tensors: a warning, with its safetensors copy named.
+    weights = _lines(out, "ST705 pickle-weights-only")
+    assert set(weights) == {"pytorch_model.bin"}
+    assert "PyTorch checkpoint" in weights["pytorch_model.bin"]
+    assert "loads with torch.load(weights_only=True)" in weights["pytorch_model.bin"]
+    assert "a safetensors copy is here (model.safetensors)" in weights["pytorch_model.bin"]
     code = _lines(out, "ST702 custom-code")
     assert list(code) == ["modeling_tiny.py"]
     assert "`trust_remote_code=True` would run it" in code["modeling_tiny.py"]
     summary = out.splitlines()[-1]
-    # The two pickles are targets that fail: never counted as valid (issue 28).
-    assert summary.startswith("1 file checked (strict): 1 valid, 0 invalid, 2 other targets fail; 2 errors, 1 warning")
+    # The hostile pickle is a target that fails: never counted as valid (issue 28).
+    assert summary.startswith("1 file checked (strict): 1 valid, 0 invalid, 1 other target fails; 1 error, 2 warnings")
     assert summary.endswith("6 other files: 2 pickle, 1 JSON, 1 Python, 1 text, 1 tokenizer")
 
 
@@ -102,12 +108,20 @@ def test_check_dir_json_lists_every_other_file_by_kind(download, capsys):
         "README.md": ("text", True),
         "config.json": ("JSON", True),
         "modeling_tiny.py": ("Python", True),
-        "pytorch_model.bin": ("pickle", False),
+        "pytorch_model.bin": ("pickle", True),  # weights only: a warning
         "tokenizer.json": ("tokenizer", True),
         "training_args.bin": ("pickle", False),
     }
     assert doc["summary"]["other_files"] == {"pickle": 2, "JSON": 1, "Python": 1, "text": 1, "tokenizer": 1}
-    assert (doc["summary"]["errors"], doc["summary"]["warnings"]) == (2, 1)
+    assert (doc["summary"]["errors"], doc["summary"]["warnings"]) == (1, 2)
+    # Each pickle carries what it imports (issue 29).
+    by_name = {Path(o["path"]).name: o for o in doc["files"]}
+    evil = by_name["training_args.bin"]["pickle"]
+    assert evil["weights_only"] is False
+    assert any(i["called"] and not i["allowed"] and i["global"].endswith(".system") for i in evil["imports"])
+    state_dict = by_name["pytorch_model.bin"]["pickle"]
+    assert (state_dict["container"], state_dict["weights_only"]) == ("torch-zip", True)
+    assert {i["global"] for i in state_dict["imports"]} >= {"torch._utils._rebuild_tensor_v2"}
 
 
 def test_scan_dir_fails_on_the_pickles(download, capsys):
@@ -115,16 +129,21 @@ def test_scan_dir_fails_on_the_pickles(download, capsys):
     assert rc == 1
     doc = json.loads(out)
     by_name = {Path(f["path"]).name: f for f in doc["files"]}
-    assert [x["rule"] for x in by_name["pytorch_model.bin"]["findings"]] == ["pickle-file"]
+    assert [x["rule"] for x in by_name["pytorch_model.bin"]["findings"]] == ["pickle-weights-only"]
     assert [x["rule"] for x in by_name["training_args.bin"]["findings"]] == ["pickle-file"]
     assert by_name["training_args.bin"]["kind"] == "other"
     assert by_name["training_args.bin"]["file_kind"] == "pickle"
     assert [x["severity"] for x in by_name["modeling_tiny.py"]["findings"]] == ["warning"]
     assert doc["summary"]["files"] == 1
-    assert doc["summary"]["findings_by_rule"] == {"ST701 pickle-file": 2, "ST702 custom-code": 1}
+    assert doc["summary"]["findings_by_rule"] == {
+        "ST701 pickle-file": 1,
+        "ST702 custom-code": 1,
+        "ST705 pickle-weights-only": 1,
+    }
     rc, out, _ = _run(capsys, "scan", "--no-config", "--progress", "never", str(download))
     assert rc == 1
-    assert "pytorch_model.bin: ST701 pickle-file" in out
+    assert "pytorch_model.bin: ST705 pickle-weights-only" in out
+    assert "training_args.bin: ST701 pickle-file" in out
     assert out.splitlines()[-1].endswith("; 6 other files: 2 pickle, 1 JSON, 1 Python, 1 text, 1 tokenizer"), out
 
 
@@ -133,6 +152,7 @@ def test_inspect_dir_lists_the_other_files(download, capsys):
     assert rc == 1
     assert f"{download / 'training_args.bin'}: {len(evil_pickle())} bytes, pickle" in out
     assert "training_args.bin: ST701 pickle-file" in out
+    assert "pytorch_model.bin: ST705 pickle-weights-only" in out
     assert out.splitlines()[-1] == "6 other files: 2 pickle, 1 JSON, 1 Python, 1 text, 1 tokenizer"
 
 
@@ -145,8 +165,27 @@ def test_a_policy_can_ignore_the_pickle_rule_with_a_reason(download, tmp_path, c
     rc, out, _ = _run(capsys, "scan", "--policy", str(policy), "--progress", "never", "--format", "json", str(download))
     assert rc == 0
     doc = json.loads(out)
-    suppressed = [x["suppression"]["reason"] for f in doc["files"] for x in f["findings"]]
-    assert sorted(suppressed) == ["our own checkpoints", "our own checkpoints", "our own code"]
+    suppressed = [x["suppression"]["reason"] for f in doc["files"] for x in f["findings"] if "suppression" in x]
+    assert sorted(suppressed) == ["our own checkpoints", "our own code"]
+
+
+def test_policy_keys_for_weights_only_pickles(download, tmp_path, capsys):
+    # An organisation that bans pickles outright makes them errors; one that
+    # loads them with weights_only=True anyway silences them.
+    ban = write(tmp_path / "ban.toml", b'[rules.pickle-weights-only]\nseverity = "error"\nreason = "no pickles"\n')
+    (download / "training_args.bin").unlink()
+    (download / "modeling_tiny.py").unlink()
+    rc, out, _ = _run(capsys, "check", "--no-config", str(download))
+    assert rc == 0  # a classic repository: warnings only
+    assert "pytorch_model.bin: ST705 pickle-weights-only" in out
+    rc, out, _ = _run(capsys, "check", "--policy", str(ban), str(download))
+    assert rc == 1
+    quiet = write(
+        tmp_path / "quiet.toml", b'[rules.pickle-weights-only]\nignore = true\nreason = "weights_only loads"\n'
+    )
+    rc, out, _ = _run(capsys, "check", "--policy", str(quiet), str(download))
+    assert rc == 0
+    assert "ST705" not in out.splitlines()[-1].split(";")[1]  # no warning counted
 
 
 def test_a_pickle_given_by_name_keeps_its_file_diagnosis(download, capsys):
@@ -219,9 +258,14 @@ def test_torch_writers_are_pickles(tmp_path):
     torch = pytest.importorskip("torch")
     new = write(tmp_path / "a.pt", torch_save({"w": torch.ones(3)}))
     legacy = write(tmp_path / "b.pth", torch_save({"w": torch.ones(3)}, _use_new_zipfile_serialization=False))
-    scripted = write(tmp_path / "c.bin", torch_save(torch.nn.Linear(2, 2)))
-    for path in (new, legacy, scripted):
-        assert _judge(path) == ("pickle", ["pickle-file"]), path.name
+    module = write(tmp_path / "c.bin", torch_save(torch.nn.Linear(2, 2)))
+    # A state dict, zip or legacy, holds only tensors: a warning (issue 29).
+    for path in (new, legacy):
+        assert _judge(path) == ("pickle", ["pickle-weights-only"]), path.name
+    # A whole module is unpickled by importing and calling its class: an error naming it.
+    assert _judge(module) == ("pickle", ["pickle-file"])
+    message = classify(str(module), frozenset({module.name})).findings[0].message
+    assert "torch.nn.modules.linear.Linear" in message
 
 
 def test_numpy_object_arrays_are_pickles_and_plain_arrays_are_not(tmp_path):

@@ -171,6 +171,7 @@ _TABLE: Final[tuple[tuple[str, str, str, Severity, frozenset[Profile], str | Non
     ("ST702", "custom-code", "a Python file: trust_remote_code=True would run it", _W, BOTH, None, "folder"),
     ("ST703", "link-leaves-root", "a symlink below the folder or hub cache given resolves outside it", _E, BOTH, None, "folder"),
     ("ST704", "link-loop", "a folder link leads to a folder already walked, so it is not walked again", _W, BOTH, None, "folder"),
+    ("ST705", "pickle-weights-only", "a pickle that imports only tensor, storage and container types: torch.load(weights_only=True) loads it", _W, BOTH, None, "folder"),
     #
     # Signed models: OpenSSF Model Signing (model.sig) over a folder (ST8xx),
     # reported by `scan` with --public-key, --certificate-chain or --identity.

@@ -46,6 +46,7 @@ def other_result(other: Other, profile: str, policy: Policy | None) -> FileResul
         profile=profile,
         policy=None if policy is None else policy.source,
         file_kind=other.kind,
+        pickle=other.pickle,
     )
 
 
@@ -61,6 +62,7 @@ def attach(results: Sequence[FileResult], others: Mapping[str, Other], policy: P
         if other is None:
             continue
         result.file_kind = other.kind
+        result.pickle = other.pickle
         if result.kind != "blob" or result.model is None:
             result.kind = "other"
         result.items = [*apply_policy(other.findings, policy), *result.items]

@@ -312,9 +312,15 @@ EXAMPLES: Final[dict[str, Example]] = {
     ),
     # -- folders: other files and links ---------------------------------------------------
     "pickle-file": Example(
-        "Delete the pickle when a safetensors copy is there, or load with use_safetensors=True; never torch.load "
-        "a pickle of unknown origin (a scan policy can ignore the rule, with a reason, for pickles you trust).",
-        text="model/pytorch_model.bin (a torch.save pickle) beside model/model.safetensors",
+        "Do not load it: it imports or calls code outside the weights-only allowlist (the message names the call). "
+        "Use the safetensors copy when there is one, or get the weights from a source you trust.",
+        text="model/training_args.bin, whose pickle calls os.system when torch.load unpickles it",
+    ),
+    "pickle-weights-only": Example(
+        "Prefer the safetensors copy (load with use_safetensors=True); otherwise load it only with "
+        "torch.load(weights_only=True), the default since torch 2.6.  A policy can make it an error "
+        '(severity = "error") where pickles are banned, or silence it (ignore = true).',
+        text="model/pytorch_model.bin, a torch.save state dict of tensors, beside model/model.safetensors",
     ),
     "custom-code": Example(
         "Read the code before passing trust_remote_code=True, or load without it.",

@@ -60,6 +60,7 @@ class FileResult(ReportBase[ScanItem]):
     header_sha256: str | None = None  # ...whose sha256 this is
     checked: tuple[str, str, str] | None = None  # the digest compared with: (algorithm, hex, source)
     file_kind: str | None = None  # a folder's other file: its kind (validator.sources.kinds), set by scan.verdicts
+    pickle: dict[str, Any] | None = None  # a pickle's static reading (validator.sources.kinds.pickle_json)
     reference_valid: bool | None = None  # safetensors 0.8.0 reads it (Report.reference_valid); None: not validated
     # What `check` and `inspect` know beyond a scan: the tensor table (JSON
     # form), and for an index its checkpoint's totals, shard paths and, for
@@ -127,6 +128,8 @@ class FileResult(ReportBase[ScanItem]):
             doc["cached"] = True
         if self.file_kind is not None:
             doc["file_kind"] = self.file_kind
+        if self.pickle is not None:
+            doc["pickle"] = self.pickle
         if self.revision is not None:
             doc["revision"] = self.revision
         if self.checkpoint is not None:

@@ -6,20 +6,28 @@
 # classify() gives each such file a kind (a label from the table below, which
 # is data) and, for the two kinds a loader can execute, a finding:
 #
-# - pickle-file (error): the content sniffs as a pickle or a PyTorch ZIP
-#   checkpoint (validator._sniff's recognisers, on the first SNIFF_LEN bytes
-#   only), or a NumPy file holds object arrays (which np.load unpickles with
+# - a pickle: the content sniffs as a pickle or a PyTorch ZIP checkpoint
+#   (validator._sniff's recognisers, on the first SNIFF_LEN bytes), or a
+#   NumPy file holds object arrays (which np.load unpickles with
 #   allow_pickle=True), or the name is one that is only ever a pickle
 #   (`.pt`, `.pth`, `.ckpt`, `.pkl`, `.pickle`, `.joblib`) and the content is
 #   no other recognised format.  `.bin` is a pickle only by its content:
-#   OpenVINO, Core ML and old GGML weights are `.bin` files too.
+#   OpenVINO, Core ML and old GGML weights are `.bin` files too.  Each such
+#   file is then read statically (validator.pickles: its pickle streams,
+#   never its tensor data, never executed):
+#   - pickle-weights-only (warning): every global it imports is on the
+#     allowlist (what torch.load(weights_only=True) allows, NumPy's array
+#     reconstruction, the builtin containers): a classic state dict;
+#   - pickle-file (error), naming what loading it would call: anything
+#     else, including a pickle that cannot be read to its STOP.
 # - custom-code (warning): a `.py` file.
 #
 # A pickle beside a safetensors copy of the same weights (pytorch_model.bin
 # beside model.safetensors, or beside an index of model-*.safetensors) says
 # so, so that the user deletes the pickle or loads with use_safetensors=True.
 # Nothing here reads more than a bounded prefix of a file (and, for a .npz,
-# its central directory and the first bytes of each member, all bounded).
+# its central directory and the first bytes of each member, all bounded),
+# except the pickle reader's bounded read of a pickle's own streams.
 # Paths are str, handled with os.path as in the rest of the package.
 # ruff: noqa: PTH119, PTH122
 from __future__ import annotations
@@ -30,17 +38,19 @@ import re
 import struct
 import zlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from validator._check import Checker
 from validator._rules import Severity
 from validator._sniff import SNIFF_LEN, identify
 from validator._source import RegularFile, os_error, read_exact
+from validator.pickles import read_pickle_file
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable
 
     from validator._findings import Finding
+    from validator.pickles import PickleVerdict
 
 # Names that are only ever pickles (a loader unpickles them by their name).
 PICKLE_NAMES: Final = (".pt", ".pth", ".ckpt", ".pkl", ".pickle", ".joblib")
@@ -116,6 +126,7 @@ class Other:
     kind: str  # a label of KINDS, "pickle", "empty" or "other"
     size: int
     findings: tuple[Finding, ...] = ()
+    pickle: dict[str, Any] | None = None  # a pickle's static reading (pickle_json)
 
     @property
     def valid(self) -> bool:
@@ -130,6 +141,7 @@ class Other:
             "file_size": self.size,
             "valid": self.valid,
             "findings": [f.to_json() for f in self.findings],
+            **({"pickle": self.pickle} if self.pickle is not None else {}),
         }
 
 
@@ -178,6 +190,28 @@ def safetensors_copy(name: str, siblings: Collection[str]) -> str | None:
             if sibling.endswith(".safetensors") and _SHARD.sub("", sibling[: -len(".safetensors")]) == s:
                 return sibling
     return None
+
+
+def pickle_json(verdict: PickleVerdict) -> dict[str, Any]:
+    """A pickle's static reading as reports carry it: its container, whether
+    it is weights-only, and every global it imports (with what would run)."""
+    return {
+        "container": verdict.kind,
+        "weights_only": verdict.weights_only,
+        "torch_weights_only": verdict.torch_weights_only,
+        "problem": verdict.problem,
+        "imports": [
+            {
+                "global": f"{g.module}.{g.name}",
+                "called": g.called,
+                "offset": g.offset,
+                "member": g.member,
+                "allowed": g.reason is None,
+                "reason": g.reason,
+            }
+            for g in verdict.imports
+        ],
+    }
 
 
 def pickle_advice(name: str, siblings: Collection[str]) -> str:
@@ -232,8 +266,14 @@ def classify(path: str, siblings: Collection[str]) -> Other:
     elif low.endswith(PICKLE_NAMES) and (slug is None or slug in {"file-is-archive", "file-is-zip"}):
         what = f"a {os.path.splitext(low)[1]} file is a pickle by convention (torch.load, joblib.load unpickle it)"
     if what is not None:
-        out.add("pickle-file", f"{what}: loading it can run arbitrary code{pickle_advice(name, siblings)}", None)
-        return Other(path, "pickle", st.st_size, tuple(out.findings))
+        verdict = read_pickle_file(path)
+        if verdict.weights_only:
+            copy = safetensors_copy(name, siblings)
+            note = f"; a safetensors copy is here ({copy}): prefer it" if copy is not None else ""
+            out.add("pickle-weights-only", f"{what}: {verdict.message()}{note}", None)
+        else:
+            out.add("pickle-file", f"{what}: {verdict.message()}{pickle_advice(name, siblings)}", None)
+        return Other(path, "pickle", st.st_size, tuple(out.findings), pickle_json(verdict))
     kind = name_kind(name)
     if kind == "Python":
         out.add("custom-code", "custom code: `trust_remote_code=True` would run it", None)
