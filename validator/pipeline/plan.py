@@ -26,7 +26,6 @@ from validator._errors import SourceError
 from validator._rules import MAX_HEADER_SIZE, PREFIX_LEN, Profile
 from validator._sniff import SNIFF_LEN
 from validator._validate import check_buffer, validate
-from validator.config.install import install_hint
 from validator.config.policy import apply_policy, check_policy
 from validator.config.settings import Network
 from validator.pipeline.verdicts import link_result, one_entry_per_path, other_result
@@ -72,6 +71,8 @@ def check_remote(source: str, profile: str, network: Network | None) -> tuple[li
     try:
         from validator.remote import check_source  # noqa: PLC0415 - the remote extra loads only for remote sources
     except ImportError as exc:
+        from validator.config.install import install_hint  # noqa: PLC0415 - only when the extra is missing
+
         msg = f"{source}: remote checks need {exc.name}, which is not installed: {install_hint('remote')}"
         raise SourceError(msg) from exc
     from validator.remote.listing import remote_others  # noqa: PLC0415 - as above
