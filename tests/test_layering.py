@@ -244,9 +244,6 @@ SHARED_WITH_CHECK = (
     "validator.config.policy",
     "validator.config.resolve",
     "validator.config.settings",
-    "validator.config.install",
-    "validator.io",
-    "validator.io.names",
     "validator.report",
     "validator.report.format_common",
     "validator.report.formats",
@@ -257,8 +254,19 @@ SHARED_WITH_CHECK = (
 # (SARIF, JUnit, the CycloneDX BOM, whose cyclonedx import is itself lazy),
 # the rule explanations SARIF quotes, the type of a result's stamp
 # (validator.read.identity, under TYPE_CHECKING), the index modules loaded
-# only for an index, and remote sources loaded only for a URL.
+# only for an index, remote sources loaded only for a URL, the file-name
+# rules loaded only for a folder, and the install hints loaded only on the
+# error that needs one.
 SHARED_LIGHT = (
+    "validator.pickles",  # the pickle reader: standard library only, loaded for a folder's pickles
+    "validator.pickles._allow",
+    "validator.pickles._archive",
+    "validator.pickles._ops",
+    "validator.pickles._sniff",
+    "validator.pickles._verdict",
+    "validator.io",
+    "validator.io.names",
+    "validator.config.install",
     "validator.report.sarif",
     "validator.report.junit",
     "validator.report.bom",
@@ -284,19 +292,46 @@ def test_what_check_shares_with_scan_imports_only_the_core():
     assert outside == []
 
 
-def loaded_after(code: str, *args: str) -> list[str]:
+# Loaded on demand, never by `stcheck check FILE` of one valid file where no
+# pyproject.toml is found (issue 28: check FILE starts in at most the time of
+# a bare safe_open script, tests/benchmarks/bench_startup.py): what only a
+# usage error, a folder, another format, a missing extra or a found
+# pyproject.toml needs.
+DEFERRED_FROM_CHECK = (
+    "difflib",  # the guess at a misspelt option or rule
+    "shlex",  # the install hint of a missing extra
+    "validator.config.install",
+    "unicodedata",  # the file-name rules, for a folder
+    "validator.io",
+    "validator.sources.walk",
+    "validator.sources.kinds",
+    "validator.report.sarif",  # the formats not chosen
+    "validator.report.junit",
+    "validator.report.bom",
+    "validator.report.explain",
+    "xml",
+    "validator.cli.explain",  # `stcheck rules RULE`
+    "tomllib",  # a pyproject.toml found
+)
+
+
+def loaded_after(code: str, *args: str, watch: tuple[str, ...] = HEAVY, cwd: Path = ROOT) -> list[str]:
+    """The modules of ``watch`` (or below them) that running ``code`` loads,
+    except the ones `stcheck check` shares with scan."""
     probe = f"{code}\nimport sys\nprint('\\n'.join(sorted(sys.modules)))"
+    if cwd != ROOT:  # this checkout, not an installed copy
+        probe = f"import sys\nsys.path.insert(0, {str(ROOT)!r})\n{probe}"
     done = subprocess.run(
-        [sys.executable, "-c", probe, *args], capture_output=True, text=True, check=True, cwd=ROOT, timeout=60
+        [sys.executable, "-c", probe, *args], capture_output=True, text=True, check=True, cwd=cwd, timeout=60
     )
     names = done.stdout.split()
     return sorted(
-        m for m in names if any(m == h or m.startswith(h + ".") for h in HEAVY) and m not in SHARED_WITH_CHECK
+        m for m in names if any(m == h or m.startswith(h + ".") for h in watch) and m not in SHARED_WITH_CHECK
     )
 
 
 def test_import_validator_stays_light():
-    assert loaded_after("import validator; validator.validate(b'')") == []
+    assert loaded_after("import validator; validator.validate(b'')", watch=HEAVY + DEFERRED_FROM_CHECK) == []
 
 
 def test_check_subcommand_imports_only_its_own_module(tmp_path):
@@ -304,6 +339,9 @@ def test_check_subcommand_imports_only_its_own_module(tmp_path):
     path.write_bytes(b"\x02\x00\x00\x00\x00\x00\x00\x00{}")
     code = "import sys\nfrom validator.cli.main import main\nassert main(['check', sys.argv[1]]) == 0"
     assert loaded_after(code, str(path)) == []
+    # Where no pyproject.toml is found, nothing deferred is loaded either.
+    if not any((d / "pyproject.toml").exists() for d in (tmp_path, *tmp_path.parents)):
+        assert loaded_after(code, str(path), watch=HEAVY + DEFERRED_FROM_CHECK, cwd=tmp_path) == []
     # The working directory's pyproject.toml is read for a [tool.stcheck]
     # policy, as scan reads it; that loads nothing heavy either.
     (tmp_path / "pyproject.toml").write_text("[tool.stcheck]\nmax_tensors = 10\n")

@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 # ruff: noqa: T201 - a command's job is to print
-import difflib
 import json
 import sys
 import time
@@ -110,6 +109,8 @@ def lookup(key: str) -> tuple[object | None, str | None]:
     rule = BY_SLUG.get(key) or BY_CODE.get(key.upper())
     if rule is not None:
         return rule, None
+    import difflib  # noqa: PLC0415 - only for an unknown rule, not on `stcheck check`'s path
+
     names = [r.slug for r in RULES] + [r.code for r in RULES]
     close = difflib.get_close_matches(key, names, n=1, cutoff=0.6) or difflib.get_close_matches(
         key.lower(), names, n=1, cutoff=0.5

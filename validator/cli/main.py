@@ -2,8 +2,10 @@
 # only that subcommand's module is imported (so `stcheck check` imports
 # neither the scanner, the fuzzer, the conformance harness, numpy nor
 # multiprocessing); `--help`, `--version` or an unknown name import them all
-# to list them.  Every subcommand module provides `register(subparsers)`,
-# which sets `run(args) -> int` as the parser default.
+# to list them.  What only an error needs (difflib's guess at a misspelt
+# option, the install hint of a missing extra) is imported on that error.
+# Every subcommand module provides `register(subparsers)`, which sets
+# `run(args) -> int` as the parser default.
 #
 # A subcommand whose optional extra is missing is still listed; choosing it
 # prints one line naming the package and the extra, and exits 2.  Any other
@@ -14,14 +16,12 @@
 from __future__ import annotations
 
 import argparse
-import difflib
 import importlib
 import sys
 from typing import TYPE_CHECKING, Final
 
 from validator._version import __version__
 from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
-from validator.config.install import install_hint
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -45,6 +45,8 @@ class _MissingExtraError(Exception):
     """A subcommand's module needs a third-party package that is not installed."""
 
     def __init__(self, command: str, package: str, extra: str | None) -> None:
+        from validator.config.install import install_hint  # noqa: PLC0415 - only when an extra is missing
+
         how = install_hint(extra) if extra else f"pip install {package}"
         super().__init__(f"`stcheck {command}` needs the package {package!r}, which is not installed: {how}")
 
@@ -103,6 +105,8 @@ def _did_you_mean(parser: argparse.ArgumentParser, extra: Sequence[str]) -> str:
         for o in action.option_strings
         if o.startswith("--")
     ]
+    import difflib  # noqa: PLC0415 - only for a usage error
+
     for word in extra:
         if word.startswith("--"):
             close = difflib.get_close_matches(word.partition("=")[0], known, n=1, cutoff=0.7)

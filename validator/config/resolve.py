@@ -10,7 +10,6 @@
 # --ignore that names one is refused, and --select leaves those rules on.
 from __future__ import annotations
 
-import difflib
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -46,6 +45,8 @@ def _matching(token: str, option: str) -> list[Rule]:
         found = [r for r in RULES if r.code.startswith(key.upper())]
         if found:
             return found
+    import difflib  # noqa: PLC0415 - only for a rule no code, slug or prefix names
+
     names = [r.slug for r in RULES] + [r.code for r in RULES]
     close = difflib.get_close_matches(key, names, n=1)
     hint = f"; did you mean {close[0]}?" if close else "; `stcheck rules` lists them"

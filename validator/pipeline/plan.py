@@ -27,7 +27,6 @@ from validator._errors import SourceError
 from validator._rules import MAX_HEADER_SIZE, PREFIX_LEN, Profile
 from validator._sniff import SNIFF_LEN
 from validator._validate import check_buffer, validate
-from validator.config.install import install_hint
 from validator.config.policy import apply_policy, check_policy
 from validator.config.settings import Network
 from validator.pipeline.verdicts import link_result, one_entry_per_path, other_result
@@ -78,6 +77,8 @@ def check_remote(source: str, profile: str, network: Network | None) -> tuple[li
         # The reader (and its HTTP client) loads only for a remote source.
         reader: SourceReader = importlib.import_module(scheme.module)
     except ImportError as exc:
+        from validator.config.install import install_hint  # noqa: PLC0415 - only when the extra is missing
+
         msg = f"{source}: remote checks need {exc.name}, which is not installed: {install_hint(scheme.extra)}"
         raise SourceError(msg) from exc
     try:

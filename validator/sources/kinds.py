@@ -44,7 +44,6 @@ from validator._check import Checker
 from validator._rules import Severity
 from validator._sniff import SNIFF_LEN, identify
 from validator._source import RegularFile, os_error, read_exact
-from validator.pickles import read_pickle_file
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable
@@ -266,6 +265,8 @@ def classify(path: str, siblings: Collection[str]) -> Other:
     elif low.endswith(PICKLE_NAMES) and (slug is None or slug in {"file-is-archive", "file-is-zip"}):
         what = f"a {os.path.splitext(low)[1]} file is a pickle by convention (torch.load, joblib.load unpickle it)"
     if what is not None:
+        from validator.pickles import read_pickle_file  # noqa: PLC0415 - the reader loads only for a pickle
+
         verdict = read_pickle_file(path)
         if verdict.weights_only:
             copy = safetensors_copy(name, siblings)

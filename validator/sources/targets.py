@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 
 from validator._check import Checker
 from validator._errors import SourceError
-from validator.io.names import SUFFIX
 from validator.sources.schemes import STDIN, STDIN_NAME, is_remote
 
 if TYPE_CHECKING:
@@ -68,7 +67,8 @@ def _named_shards(index: str) -> set[str]:
 def _folder_targets(path: str, errors: list[str], *, empty_is_error: bool) -> Iterator[Target]:
     """A directory's targets (validator.sources.walk): link findings, its indexes,
     the *.safetensors files no index names, then every other file."""
-    from validator.sources.kinds import count_kinds, kinds_line  # noqa: PLC0415 - only for folders
+    from validator.io.names import SUFFIX  # noqa: PLC0415 - as walk (which imports it), only for folders
+    from validator.sources.kinds import count_kinds, kinds_line  # noqa: PLC0415 - as above
     from validator.sources.walk import judge_others, walk  # noqa: PLC0415 - as above
 
     tree = walk(path, is_index=is_index)
