@@ -172,6 +172,8 @@ _TABLE: Final[tuple[tuple[str, str, str, Severity, frozenset[Profile], str | Non
     ("ST703", "link-leaves-root", "a symlink below the folder or hub cache given resolves outside it", _E, BOTH, None, "folder"),
     ("ST704", "link-loop", "a folder link leads to a folder already walked, so it is not walked again", _W, BOTH, None, "folder"),
     ("ST705", "pickle-weights-only", "a pickle that imports only tensor, storage and container types: torch.load(weights_only=True) loads it", _W, BOTH, None, "folder"),
+    ("ST706", "keras-lambda-layer", "a Keras model with a Lambda layer, whose marshalled bytecode loading runs", _E, BOTH, None, "folder"),
+    ("ST707", "onnx-external-data-outside", "an ONNX model whose external data location leaves its folder", _E, BOTH, None, "folder"),
     #
     # Signed models: OpenSSF Model Signing (model.sig) over a folder (ST8xx),
     # reported by `scan` with --public-key, --certificate-chain or --identity.

@@ -326,6 +326,15 @@ EXAMPLES: Final[dict[str, Example]] = {
         "Read the code before passing trust_remote_code=True, or load without it.",
         text="model/modeling_custom.py, which from_pretrained(..., trust_remote_code=True) imports and runs",
     ),
+    "keras-lambda-layer": Example(
+        "Do not load it with keras.models.load_model(..., safe_mode=False) (nor with Keras 2, which has no safe "
+        "mode); rebuild the layer in code, or use a safetensors copy of the weights.",
+        text="model/tf_model.h5 whose model_config holds a Lambda layer with marshalled bytecode",
+    ),
+    "onnx-external-data-outside": Example(
+        "Keep every external data file in the model's folder, named by a relative path without '..'.",
+        text='model/model.onnx with an initializer whose external_data location is "../../home/user/.ssh/id_rsa"',
+    ),
     "link-leaves-root": Example(
         "Copy the file into the folder, or check the folder the link points to by its own name.",
         text="model/model.safetensors -> /home/user/other/model.safetensors",

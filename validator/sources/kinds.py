@@ -280,7 +280,30 @@ def classify(path: str, siblings: Collection[str]) -> Other:
         out.add("custom-code", "custom code: `trust_remote_code=True` would run it", None)
     if kind is None:
         kind = "empty" if st.st_size == 0 else _BY_CONTENT.get(slug or "", "other")
+    if kind in {"HDF5", "ONNX"}:
+        _code_in_model(path, kind, out)
     return Other(path, kind, st.st_size, tuple(out.findings))
+
+
+def _code_in_model(path: str, kind: str, out: Checker) -> None:
+    """A Keras Lambda layer, or ONNX external data outside the folder (validator.sources.codeformats)."""
+    from validator.sources import codeformats  # noqa: PLC0415 - only for Keras and ONNX files
+
+    if kind == "HDF5":
+        for layer in codeformats.keras_lambda_layers(path) or ():
+            out.add(
+                "keras-lambda-layer",
+                f"Lambda layer {layer!r}: keras.models.load_model runs its marshalled bytecode "
+                "(unless loaded with safe_mode=True)",
+                None,
+            )
+    elif path.lower().endswith(".onnx"):
+        for location in codeformats.onnx_outside_locations(path) or ():
+            out.add(
+                "onnx-external-data-outside",
+                f"external data location {location!r} leaves the model's folder: onnxruntime would read it",
+                None,
+            )
 
 
 # -- NumPy object arrays ---------------------------------------------------------
