@@ -51,7 +51,8 @@ def test_a_hub_folder_with_a_pickle_beside_its_safetensors_fails(hub, server, tm
         lines = out.splitlines()
         assert (
             f"{AT}/pytorch_model.bin: ST701 pickle-file a .bin file (a pickle when torch.save wrote it): loading it "
-            "can run code; a safetensors copy is here (model.safetensors): use it (load with "
+            "can run code (judged by name: its content was not read); a safetensors copy is here (model.safetensors): "
+            "use it (load with "
             "use_safetensors=True), not this file"
         ) in lines
         assert f"{AT}/modeling_tiny.py: ST702 custom-code custom code: `trust_remote_code=True` would run it" in lines

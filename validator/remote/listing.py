@@ -53,7 +53,8 @@ def remote_others(source: str, repo: HubRepo) -> list[Other]:
         if kind == "Python" and warning is not None:
             findings = (make_finding("custom-code", warning),)
         elif warning is not None:
-            findings = (make_finding("pickle-file", f"{warning}{advice}"),)
+            # Judged by name: nothing of the file is fetched, so what it would run is not known.
+            findings = (make_finding("pickle-file", f"{warning} (judged by name: its content was not read){advice}"),)
         size = repo.entries[name].size
         found.append(Other(repo.display(name), kind, size or 0, findings))
     return found
