@@ -487,6 +487,13 @@ def test_build_sh_lays_out_harnesses_dicts_and_seed_zips(tmp_path):
         if name == "fuzz_hypothesis":
             assert not (out / f"{name}_seed_corpus.zip").exists()
             continue
+        if name == "fuzz_pickle":  # the pickle reader: its own tokens and corpus
+            assert (out / f"{name}.dict").read_bytes() == (FUZZ / "pickle.dict").read_bytes()
+            with zipfile.ZipFile(out / f"{name}_seed_corpus.zip") as zf:
+                contents = {zf.read(n) for n in zf.namelist()}
+            pickles = ROOT / "corpus" / "pickles"
+            assert contents == {p.read_bytes() for p in pickles.iterdir() if p.name.startswith(("y_", "n_"))}
+            continue
         assert (out / f"{name}.dict").read_text() == dictionary_text()
         with zipfile.ZipFile(out / f"{name}_seed_corpus.zip") as zf:
             contents = {zf.read(n) for n in zf.namelist()}

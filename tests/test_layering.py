@@ -426,3 +426,36 @@ def crossed_private_names() -> list[str]:
 
 def test_no_private_name_is_crossed_between_packages():
     assert crossed_private_names() == []
+
+
+def test_every_core_module_says_what_it_exports():
+    # The core's modules declare their public names; every name another
+    # module takes from one of them is among those names.
+    missing = []
+    for path in sorted(PACKAGE.glob("_*.py")):
+        if path.name in {"__init__.py", "__main__.py"}:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        exported = next(
+            (
+                {ast.literal_eval(e) for e in node.value.elts}
+                for node in tree.body
+                if isinstance(node, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)
+                and isinstance(node.value, ast.List)
+            ),
+            None,
+        )
+        if exported is None:
+            missing.append(f"{path.name}: no __all__")
+            continue
+        module = module_name(path)
+        for other in PACKAGE.rglob("*.py"):
+            for node in ast.walk(ast.parse(other.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ImportFrom) and node.module == module:
+                    missing.extend(
+                        f"{other.relative_to(ROOT)} takes {module}.{a.name}, not in its __all__"
+                        for a in node.names
+                        if a.name not in exported and not a.name.startswith("_")
+                    )
+    assert missing == []

@@ -16,6 +16,8 @@ from typing import Final
 from validator._findings import Finding
 from validator._rules import BY_SLUG
 
+__all__ = ["MAX_PER_RULE", "Checker", "Retry", "make_finding"]
+
 MAX_PER_RULE: Final = 1000
 
 

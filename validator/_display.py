@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import Final, Protocol
 
+__all__ = ["encodable", "escape_line", "escape_path", "finding_line", "plural"]
+
 _NAMED: Final = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Final, NamedTuple
 
+__all__ = ["BY_NAME", "DTYPES", "DTYPE_BITS", "SUBBYTE", "TABLE", "Dtype", "element_bytes"]
+
 
 class Dtype(NamedTuple):
     """One safetensors dtype and what other libraries call it."""

@@ -20,6 +20,29 @@ if TYPE_CHECKING:
     from validator._check import Checker
     from validator._json import Json
 
+__all__ = [
+    "FIELDS",
+    "SUSPICIOUS",
+    "Entry",
+    "Locator",
+    "Table",
+    "check_name",
+    "duplicate_field",
+    "duplicate_metadata",
+    "finish_entry",
+    "kind",
+    "metadata_duplicate",
+    "metadata_not_object",
+    "metadata_not_string",
+    "metadata_null",
+    "pointer",
+    "read_dtype",
+    "read_entry",
+    "read_table",
+    "suspicious",
+    "unknown_field",
+]
+
 FIELDS: Final = ("dtype", "shape", "data_offsets")
 _METADATA: Final = "__metadata__"
 # C0 and C1 controls, DEL, and the bidirectional embedding, override and

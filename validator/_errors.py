@@ -13,6 +13,27 @@ if TYPE_CHECKING:
 
     from validator._findings import Finding, Report, ReportBase
 
+__all__ = [
+    "DeviceError",
+    "InvalidFileError",
+    "InvalidIndexError",
+    "LoadError",
+    "RemoteError",
+    "SourceError",
+    "SourceInterruptedError",
+    "SourceIsADirectoryError",
+    "SourceNotADirectoryError",
+    "SourceNotFoundError",
+    "SourcePermissionError",
+    "SourceTimeoutError",
+    "StcheckError",
+    "TensorNotFoundError",
+    "WriteError",
+    "WriteIOError",
+    "headline",
+    "source_error",
+]
+
 
 class StcheckError(Exception):
     """Base class of every exception stcheck raises on purpose."""

@@ -17,6 +17,18 @@ from validator._rules import PREFIX_LEN, Profile, Rule, Severity
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Sequence
 
+__all__ = [
+    "REFERENCE_LOADS",
+    "F_co",
+    "Finding",
+    "Report",
+    "ReportBase",
+    "TensorInfo",
+    "TensorTable",
+    "report_of",
+    "strict_only_failure",
+]
+
 
 _ERROR: Final = Severity.ERROR  # a module global: an enum class attribute costs a lookup per use
 _WARNING: Final = Severity.WARNING

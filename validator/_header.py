@@ -60,6 +60,8 @@ from validator._table import _DIM, Table
 if TYPE_CHECKING:
     from validator._json import Json
 
+__all__ = ["check_header", "utf8_error"]
+
 _CHUNK: Final = 2048  # entries or pairs per bulk regex match
 _INT: Final = rb"(?:0|[1-9][0-9]{0,18}+)"  # at most 19 digits: always a u64
 _NAME: Final = rb'(?!"__metadata__")' + GOOD_STRING

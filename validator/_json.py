@@ -31,6 +31,20 @@ from typing import Final, TypeAlias
 
 from validator._numbers import number
 
+__all__ = [
+    "GOOD_STRING",
+    "MAX_DEPTH",
+    "STRICT_SCANNER",
+    "Json",
+    "JsonError",
+    "decode_string",
+    "describe",
+    "key_end",
+    "read_key",
+    "skip",
+    "string_end",
+]
+
 MAX_DEPTH: Final = 127
 
 Json: TypeAlias = "tuple[tuple[str, Json], ...] | list[Json] | str | int | float | bool | None"

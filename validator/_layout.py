@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 
     from validator._check import Checker
 
+__all__ = ["MISALIGNED", "OVERFLOW", "Layout", "check_layout", "checked_bits", "size_of"]
+
 # A kind is what dtype and shape a row has, in whatever form the reader kept
 # it; `Size` is what the checked arithmetic says about it.
 OVERFLOW: Final = -1

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Final
 
+__all__ = ["I64_MIN", "U64_MAX", "number"]
+
 U64_MAX: Final = (1 << 64) - 1
 I64_MIN: Final = -(1 << 63)
 _POW10: Final = tuple(float(f"1e{i}") for i in range(309))

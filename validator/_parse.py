@@ -23,6 +23,8 @@ from validator._json import (
     skip,
 )
 
+__all__ = ["Parsed", "parse"]
+
 
 class Parsed:
     """A parsed document with the byte offset of every value and key.

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
     from validator._check import Checker
 
+__all__ = ["check_prefix", "prefix_rule"]
+
 # PREFIX_LEN and MAX_HEADER_SIZE are defined with the rule catalogue, which
 # states its rules against them (and which _findings may import without a cycle).
 # A declared length is quoted as a number only below this: 8 bytes whose top

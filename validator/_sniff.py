@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Final
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+__all__ = ["FORMATS", "SNIFF_LEN", "Identified", "identify", "pickle_protocol"]
+
 SNIFF_LEN: Final = 4096
 
 

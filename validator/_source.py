@@ -19,6 +19,8 @@ from validator._errors import SourceError, source_error
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+__all__ = ["RegularFile", "open_regular", "os_error", "read_exact"]
+
 _FLAGS: Final = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 
 

@@ -12,6 +12,8 @@ from typing import Any, Final, TypeAlias
 
 from validator._layout import Layout, size_of
 
+__all__ = ["Kind", "Table", "kind_size", "parse_kind"]
+
 _DIM: Final = re.compile(rb"[0-9]+")
 _NOT_ONE: Final = re.compile(rb"(?<![0-9])(?!1(?![0-9]))[0-9]+")
 

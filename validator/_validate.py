@@ -26,6 +26,8 @@ from validator._tiers import Tier, fast_table
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+__all__ = ["Source", "as_profile", "both_profiles", "check_buffer", "ensure_valid", "is_valid", "validate"]
+
 Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, IO[bytes]]
 _ALL: Final = Tier.ALL
 _CANONICAL: Final = Tier.CANONICAL
