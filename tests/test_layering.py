@@ -259,6 +259,7 @@ SHARED_WITH_CHECK = (
 # error that needs one.
 SHARED_LIGHT = (
     "validator.pickles",  # the pickle reader: standard library only, loaded for a folder's pickles
+    "validator.sources.codeformats",  # Keras and ONNX checks: standard library only, loaded for such files
     "validator.pickles._allow",
     "validator.pickles._archive",
     "validator.pickles._ops",

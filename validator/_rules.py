@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final
 
+__all__ = ["BOTH", "BY_CODE", "BY_SLUG", "MAX_HEADER_SIZE", "PREFIX_LEN", "REFERENCE_ERRORS", "REFERENCE_MESSAGES", "RULES", "STRICT_ONLY", "Profile", "Rule", "Severity", "rule"]
+
 # "8 bytes: N, an unsigned little-endian 64-bit integer, containing the size
 # of the header"; the reference refuses N above 100,000,000 (MAX_HEADER_SIZE
 # in safetensors' lib.rs), which the spec does not state.

@@ -57,6 +57,8 @@ from validator._layout import Layout, size_of
 from validator._numbers import U64_MAX
 from validator._rules import PREFIX_LEN
 
+__all__ = ["Clean", "Tier", "clean_table", "fast_table", "kind_size", "parse_kind", "parse_shape"]
+
 # One entry, loosely: the name, then dtype and shape as one "kind" group,
 # then the two offsets as one group, then "," or "}".  The loose classes
 # keep the regex fast; the kinds and offsets are checked strictly after.
