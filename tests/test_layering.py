@@ -254,14 +254,13 @@ SHARED_WITH_CHECK = (
 )
 # Also light, and reached from those: the formats loaded only when chosen
 # (SARIF, JUnit, the CycloneDX BOM, whose cyclonedx import is itself lazy),
-# the rule explanations SARIF quotes, the type of a result's stamp
-# (validator.read.identity, under TYPE_CHECKING), the index modules loaded
+# the type of a result's stamp (validator.read.identity, under
+# TYPE_CHECKING), the index modules loaded
 # only for an index, and remote sources loaded only for a URL.
 SHARED_LIGHT = (
     "validator.report.sarif",
     "validator.report.junit",
     "validator.report.bom",
-    "validator.report.explain",
     "validator.read",
     "validator.read.identity",
 )
