@@ -252,7 +252,7 @@ SHARED_WITH_CHECK = (
 )
 # Also light, and reached from those: the formats loaded only when chosen
 # (SARIF, JUnit, the CycloneDX BOM, whose cyclonedx import is itself lazy),
-# the rule explanations SARIF quotes, the type of a result's stamp
+# the type of a result's stamp
 # (validator.read.identity, under TYPE_CHECKING), the index modules loaded
 # only for an index, remote sources loaded only for a URL, the file-name
 # rules loaded only for a folder, and the install hints loaded only on the
@@ -271,7 +271,6 @@ SHARED_LIGHT = (
     "validator.report.sarif",
     "validator.report.junit",
     "validator.report.bom",
-    "validator.report.explain",
     "validator.read",
     "validator.read.identity",
 )
@@ -309,7 +308,6 @@ DEFERRED_FROM_CHECK = (
     "validator.report.sarif",  # the formats not chosen
     "validator.report.junit",
     "validator.report.bom",
-    "validator.report.explain",
     "xml",
     "validator.cli.explain",  # `stcheck rules RULE`
     "tomllib",  # a pyproject.toml found

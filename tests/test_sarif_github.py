@@ -17,7 +17,6 @@ from scan_fixtures import build, clean_file, f32, sha256, write
 
 from validator._rules import RULES
 from validator.cli.main import main
-from validator.report.explain import EXAMPLES
 
 ROOT = Path(__file__).resolve().parent.parent
 SARIF_SCHEMA = json.loads((ROOT / "tests" / "data" / "sarif" / "sarif-schema-2.1.0.json").read_text())
@@ -86,8 +85,9 @@ def test_rules_carry_a_full_description_and_the_fix(
     for rule in RULES:
         entry = rules[rule.code]
         assert entry["fullDescription"]["text"].startswith(rule.title)
-        assert EXAMPLES[rule.slug].fix in entry["help"]["text"]
-        assert EXAMPLES[rule.slug].fix in entry["help"]["markdown"]
+        assert rule.fix
+        assert rule.fix in entry["help"]["text"]
+        assert rule.fix in entry["help"]["markdown"]
         assert f"stcheck rules {rule.code}" in entry["help"]["text"]
         assert "helpUri" not in entry
         assert "http" not in json.dumps(entry)

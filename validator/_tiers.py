@@ -35,6 +35,11 @@
 # other layouts, was removed: the one-pass reader below answers the same
 # headers about three times faster and never builds long arrays.)
 #
+# What the canonical tier answers for is declared rule by rule (PROVES and
+# REFUSES below), so that a rule added to the catalogue cannot be left out
+# of it unseen: tests/test_rule_rows.py fails until every rule of the
+# header, entries and layout regions is in one of the two.
+#
 # SCAN (validator._header.check_header): the exact path, one pass over the bytes; runs of
 # regular entries in bulk by regex, everything else member by member with
 # the exact parser on that member alone; ignored values validated by
@@ -48,6 +53,7 @@ import re
 from itertools import accumulate, compress
 from math import gcd
 from operator import mod
+from types import MappingProxyType
 from typing import Any, Final
 
 from validator._dtypes import DTYPE_BITS
@@ -57,7 +63,59 @@ from validator._layout import Layout, size_of
 from validator._numbers import U64_MAX
 from validator._rules import PREFIX_LEN
 
-__all__ = ["Clean", "Tier", "clean_table", "fast_table", "kind_size", "parse_kind", "parse_shape"]
+__all__ = ["PROVES", "REFUSES", "Clean", "Tier", "clean_table", "fast_table", "kind_size", "parse_kind", "parse_shape"]
+# The canonical tier's rules, by slug, for every rule of the header,
+# entries and layout regions (the prefix is checked before any tier runs).
+# Canonical shape is what the tier's patterns take: no backslash, "{", an
+# optional "__metadata__" value that the C scanner reads, entries that
+# _ENTRY matches with nothing between them, "}", then spaces.
+#
+# PROVES: a header of canonical shape can break the rule, and the tier
+# checks the rule itself after the patterns.  A header that breaks it is
+# declined (the exact path reports the finding) or answered with the
+# finding, reported by the exact path's own check (read_dtype in
+# validator._entries, validator._layout).  Each one has a canonical header
+# that breaks it in tests/tier_cases.py.
+PROVES: Final = MappingProxyType(
+    {
+        "header-not-utf8": "the header is decoded as strict UTF-8 (_text); bytes that are not UTF-8 decline",
+        "json-syntax": "a shape takes any digits and commas in _ENTRY; _DIMS takes only a list of integers",
+        "json-depth": "a metadata value nested in a container is not a string; a RecursionError declines",
+        "json-number": "a leading zero passes _ENTRY; _DIMS refuses it in a shape, json.loads in data_offsets",
+        "duplicate-field": "a tensor named __metadata__ after the metadata declines",
+        "duplicate-key": "names and metadata keys are counted unique",
+        "metadata-invalid": "metadata values must all be str; a tensor named __metadata__ declines",
+        "metadata-null": "the metadata value must be a map (_Pairs)",
+        "dtype-unknown": "a dtype not in DTYPE_BITS is reported by read_dtype and its row left out",
+        "shape-invalid": "_DIMS takes at most 19 digits, below 2^64; a longer dimension declines",
+        "offsets-invalid": "an offset above U64_MAX declines",
+        "tensor-name-suspicious": "the SUSPICIOUS regex over the text, and the empty name, decline",
+        "offsets-not-contiguous": "the ends must be the running sums of the sizes, else validator._layout reports",
+        "offsets-reversed": "an end before its begin fails the running sums, and validator._layout reports",
+        "size-overflow": "_layout.size_of's checked arithmetic fails the sums, and validator._layout reports",
+        "subbyte-misaligned": "_layout.size_of's sub-byte check fails the sums, and validator._layout reports",
+        "byte-length-mismatch": "a span that is not its size fails the sums, and validator._layout reports",
+        "buffer-trailing-bytes": "the last end must reach the file's end exactly, else validator._layout reports",
+        "buffer-truncated": "the last end must reach the file's end exactly, else validator._layout reports",
+        "tensor-unaligned": "every begin must be a multiple of its alignment, else validator._layout reports",
+    }
+)
+# REFUSES: no header of canonical shape can break the rule, so every header
+# that could is declined by the patterns and the exact path decides.
+REFUSES: Final = MappingProxyType(
+    {
+        "header-leading-bytes": 'canonical text starts with "{"',
+        "header-padding": "canonical text is padded with spaces only",
+        "header-trailing-bytes": 'canonical text ends with "}" and spaces',
+        "json-string": "no backslash, _ENTRY takes no control character, the C scanner refuses one in metadata",
+        "header-not-object": 'canonical text is an object, "{" to "}"',
+        "tensor-entry-invalid": "_ENTRY takes an object entry only",
+        "tensor-entry-array": "_ENTRY takes an object entry only",
+        "tensor-field-missing": "_ENTRY takes dtype, shape and data_offsets, each once",
+        "tensor-field-unknown": "_ENTRY takes dtype, shape and data_offsets, and nothing else",
+        "dtype-not-string": "_ENTRY takes a string dtype only",
+    }
+)
 
 # One entry, loosely: the name, then dtype and shape as one "kind" group,
 # then the two offsets as one group, then "," or "}".  The loose classes

@@ -1,8 +1,8 @@
 # Strategy: `stcheck rules CODE|SLUG`, the way `ruff rule` explains one
-# rule.  The text comes from the catalogue (validator._rules) and the bad
-# examples with their fixes (validator.report.explain); for a rule checked on one
-# file's bytes the example is validated here and then, so the "stcheck says"
-# lines are what the validator really reports, not a copy that could drift.
+# rule.  The text, the bad example and the fix come from the rule's row of
+# the catalogue (validator._rules); for a rule checked on one file's bytes
+# the example is validated here and then, so the "stcheck says" lines are
+# what the validator really reports, not a copy that could drift.
 from __future__ import annotations
 
 import json
@@ -12,7 +12,6 @@ from validator._display import escape_line, finding_line
 from validator._rules import BY_CODE, BY_SLUG, Profile, Rule
 from validator._validate import validate
 from validator.cli._common import EXIT_ERROR, EXIT_OK
-from validator.report.explain import EXAMPLES
 from validator.report.format_common import profiles_phrase, reference_phrase, spec_link
 
 _SHOWN_BYTES = 160
@@ -37,7 +36,7 @@ def explain(key: str, fmt: str = "text") -> int:
     if rule is None:
         sys.stderr.write(escape_line(f"stcheck: unknown rule {key!r}; `stcheck rules` lists them") + "\n")
         return EXIT_ERROR
-    example = EXAMPLES.get(rule.slug)
+    example = rule.example
     data = None if example is None else example.file()
     said = []
     if data is not None:
@@ -52,7 +51,7 @@ def explain(key: str, fmt: str = "text") -> int:
         "reference_error": rule.reference_error,
         "example": None if example is None else (example.text if data is None else data.hex()),
         "stcheck_says": said,
-        "fix": None if example is None else example.fix,
+        "fix": rule.fix,
         "anchor": rule.anchor,
         "spec": spec_link(rule.anchor),
     }
@@ -79,7 +78,8 @@ def explain(key: str, fmt: str = "text") -> int:
         if said:
             out += ["", "stcheck says:"]
             out += [f"    {line}" for line in said]
-        out += ["", "Fix:", f"    {example.fix}"]
+    if rule.fix is not None:
+        out += ["", "Fix:", f"    {rule.fix}"]
     link = spec_link(rule.anchor)
     out += ["", f"Spec: {link or _SPEC_TEXT.format(anchor=rule.anchor)}"]
     sys.stdout.write("\n".join(out) + "\n")

@@ -29,7 +29,6 @@ from urllib.parse import quote
 from validator._findings import REFERENCE_LOADS
 from validator._rules import RULES, Profile, Rule, Severity
 from validator._version import __version__
-from validator.report.explain import EXAMPLES
 from validator.report.format_common import (
     indent,
     json_path,
@@ -74,14 +73,13 @@ def _sentence(text: str) -> str:
 
 
 def _help(rule: Rule) -> dict[str, str]:
-    example = EXAMPLES.get(rule.slug)
     explain = f"stcheck rules {rule.code}"
     link = spec_link(rule.anchor)
     text = [f"{rule.title}: {reference_phrase(rule)}; checked under the {profiles_phrase(rule)}."]
     markdown = [f"**{rule.code} {rule.slug}**: {rule.title}.", "", f"{_sentence(reference_phrase(rule))}."]
-    if example is not None:
-        text.append(f"Fix: {example.fix}")
-        markdown += ["", f"**Fix:** {example.fix}"]
+    if rule.fix is not None:
+        text.append(f"Fix: {rule.fix}")
+        markdown += ["", f"**Fix:** {rule.fix}"]
     text.append(f"`{explain}` shows a bad example and what stcheck reports on it.")
     markdown += ["", f"`{explain}` shows a bad example and what stcheck reports on it."]
     if link is not None:
