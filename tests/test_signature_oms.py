@@ -457,3 +457,34 @@ def test_the_sarif_and_junit_reports_carry_the_record(capsys, tmp_path, keys):
     props = {p.get("name"): p.get("value") for p in root.iter("property")}
     assert props["signature"].startswith(f"{folder}/model.sig: verified (oms, key sha256:")
     assert props["signature"].endswith("3 of 3 signed files match, 1 left out")
+
+
+# --- 6. the conformance suite's adapter ---------------------------------------------------------
+
+
+def test_the_conformance_adapter_verifies_as_the_protocol_asks(capsys, tmp_path, go_signed, keys):
+    from tests.oms_conformance.verify_model_adapter import main as adapter
+
+    def verify(*extra: str) -> int:
+        argv = ["verify-model", "--method", "key", "--model-path", str(go_signed), "--public-key", str(keys.public)]
+        code = adapter([*argv, "--bundle", str(go_signed / "model.sig"), *extra])
+        capsys.readouterr()
+        return code
+
+    assert verify() == 1  # ignore-me and extras/ are not signed
+    ignore = ["--ignore-paths", str(go_signed / "ignore-me"), "--ignore-paths", str(go_signed / "extras")]
+    assert verify(*ignore) == 0
+    (go_signed / "added.bin").write_bytes(b"added")
+    assert verify(*ignore) == 1
+    assert verify(*ignore, "--ignore-unsigned-files") == 0
+    (go_signed / "signme-1").write_bytes(b"changed")
+    assert verify(*ignore, "--ignore-unsigned-files") == 1
+    # A single-file model, signed by the adapter (the reference signer) and verified by stcheck.
+    single = tmp_path / "one.bin"
+    single.write_bytes(b"weights")
+    bundle = tmp_path / "one.sig"
+    argv = ["--method", "key", "--model-path", str(single)]
+    assert adapter(["sign-model", *argv, "--output-bundle", str(bundle), "--private-key", str(keys.private)]) == 0
+    assert adapter(["verify-model", *argv, "--bundle", str(bundle), "--public-key", str(keys.public)]) == 0
+    single.write_bytes(b"weights, changed")
+    assert adapter(["verify-model", *argv, "--bundle", str(bundle), "--public-key", str(keys.public)]) == 1
