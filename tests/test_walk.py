@@ -85,7 +85,8 @@ def test_check_dir_fails_on_the_pickles_and_names_them(download, capsys):
     assert "PyTorch checkpoint" in pickles["pytorch_model.bin"]
     code = _lines(out, "ST702 custom-code")
     assert list(code) == ["modeling_tiny.py"]
-    assert "`trust_remote_code=True` would run it" in code["modeling_tiny.py"]
+    # config.json has no auto_map: the milder text (tests/test_custom_code.py has the mapped case).
+    assert "a Python file that no auto_map names (config.json read)" in code["modeling_tiny.py"]
     summary = out.splitlines()[-1]
     assert summary.startswith("1 file checked (strict): 1 valid, 0 invalid; 2 errors, 1 warning")
     assert summary.endswith("6 other files: 2 pickle, 1 JSON, 1 Python, 1 text, 1 tokenizer")
