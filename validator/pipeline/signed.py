@@ -27,6 +27,9 @@
 #                        signature's own result, which every report writes;
 #   models               the BOM's models: a folder argument, a hub-cache
 #                        snapshot, an hf:// folder, or a lone file.
+# `stcheck download` with a key calls verify_download before it moves the
+# staged files into place: the hf:// folder's signature, compared with the
+# staged bytes of what was downloaded and the hub's listing for the rest.
 # Without a key nothing is verified: a `model.sig` found gets the warning
 # signature-not-verified.  model_signing is imported only when a key is given.
 # Paths are str, handled with os.path as in the rest of the package.
@@ -64,7 +67,7 @@ from validator.sources.kinds import name_kind
 from validator.sources.schemes import is_remote
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
     from typing import Any
 
     from validator.config.policy import Policy
@@ -349,7 +352,21 @@ class Signing:
             target.status, target.detail = "unsupported", str(exc)
             target.findings.append((target.where, "signature-unsupported", f"the signature verifies, but {exc}", None))
 
-    def _remote(self, source: str, network: Network) -> Target:
+    def verify_download(
+        self, source: str, network: Network, staged: Mapping[str, str]
+    ) -> list[tuple[str, str, str, str | None]]:
+        """`stcheck download`'s check before its final move: the signature of
+        the hf:// folder ``source`` verified, and its digests compared with
+        the files staged (repository path -> the staged copy, read here) and,
+        for the files not downloaded, with the hub's listing.  Return the
+        findings (an empty list: the download may be kept)."""
+        if not source.startswith("hf://"):
+            raise ValueError(f"{source}: an http(s) URL carries no model signature; give an hf:// folder")
+        target = self._remote(source, network, staged)
+        self.targets.append(target)
+        return target.findings
+
+    def _remote(self, source: str, network: Network, staged: Mapping[str, str] | None = None) -> Target:
         try:
             from validator.remote import default_options  # noqa: PLC0415 - the remote extra loads only for hf://
             from validator.remote._signed import fetch_files, hub_folder  # noqa: PLC0415 - as above
@@ -364,6 +381,8 @@ class Signing:
         found = hub_folder(source, opts)
         prefix = found.display("x")[:-1]
         files = found.files()
+        base = found.folder + "/" if found.folder else ""
+        local = {p[len(base) :]: path for p, path in (staged or {}).items() if p.startswith(base)}
         target = Target(
             prefix.rstrip("/"),
             self.signature or prefix + SIGNATURE_NAME,
@@ -390,10 +409,14 @@ class Signing:
         manifest = target.manifest
         if manifest is None:
             return target
-        small = sorted(rel for rel, e in files.items() if rel in manifest.digests and e.sha256 is None)
+        small = sorted(
+            rel for rel, e in files.items() if rel in manifest.digests and e.sha256 is None and rel not in local
+        )
         fetched = fetch_files(found, small, opts) if small else {}
         seen = {
-            rel: _remote_seen(manifest.spec, entry, fetched.get(rel))
+            rel: _staged_seen(manifest.spec, local[rel])
+            if rel in local and rel in manifest.digests
+            else _remote_seen(manifest.spec, entry, fetched.get(rel))
             if rel in manifest.digests
             else Seen(entry.size, None)
             for rel, entry in files.items()
@@ -629,6 +652,16 @@ def _size(path: str) -> int | None:
         return os.stat(path).st_size
     except OSError:
         return None
+
+
+def _staged_seen(spec: DigestSpec, path: str) -> Seen:
+    """A downloaded file's digests, from its staged copy (read once here)."""
+    size = os.stat(path).st_size
+    digester = SignedDigester(size, [spec])
+    with open(path, "rb") as fh:
+        while chunk := fh.read(8 << 20):
+            digester.update(memoryview(chunk))
+    return Seen(size, digester.signed()[spec.label])
 
 
 def _remote_seen(spec: DigestSpec, entry: HubEntry, data: bytes | None) -> Seen:
