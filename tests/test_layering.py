@@ -249,6 +249,7 @@ SHARED_WITH_CHECK = (
     "validator.report.formats",
     "validator.report.results",
     "validator.report.group",
+    "validator.report.signatures",
 )
 # Also light, and reached from those: the formats loaded only when chosen
 # (SARIF, JUnit, the CycloneDX BOM, whose cyclonedx import is itself lazy),

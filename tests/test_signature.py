@@ -554,7 +554,7 @@ def test_option_mistakes_are_one_line_errors(capsys, signed, extra, message):
 def test_a_key_given_for_a_file_or_a_url(capsys, signed, keys):
     code, _, err = scan(capsys, str(signed / "model.safetensors"), "--public-key", str(keys.public))
     assert code == 2
-    assert "a model signature covers a folder; give the folder, not a file in it" in err
+    assert "a single-file model's signature is given with --signature PATH (a folder's is DIR/model.sig)" in err
     code, _, err = scan(capsys, "https://example.com/x.safetensors", "--public-key", str(keys.public))
     assert code == 2
     assert "an http(s) URL carries no model signature" in err
@@ -564,7 +564,7 @@ def test_two_folders_with_one_signature_path(capsys, tmp_path, signed, keys):
     other = model_folder(tmp_path / "other")
     code, _, err = scan(capsys, str(signed), str(other), "--public-key", str(keys.public), "--signature", "x.sig")
     assert code == 2
-    assert "--signature names the signature of one folder" in err
+    assert "--signature names the signature of one model" in err
 
 
 def test_a_signature_that_is_not_a_regular_file(capsys, tmp_path, signed, keys):

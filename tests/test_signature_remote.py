@@ -161,3 +161,51 @@ def test_the_bom_of_a_hub_folder(capsys, hub, tmp_path, keys):  # noqa: F811 - h
     assert {p["name"]: p["value"] for p in weights["properties"]}["stcheck:sha256"].startswith(
         "unknown: only the header"
     )
+
+
+# --- stcheck download with a key: verified against the staged bytes before the move ---------
+
+
+def download(capsys, tmp_path, *argv: str) -> tuple[int, str, str]:
+    code = main(["download", f"hf://{REPO}", "-d", str(tmp_path / "out"), "--progress", "never", *argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_download_verifies_the_staged_files_before_keeping_them(capsys, hub, server, tmp_path, keys):  # noqa: F811 - hub is the fixture
+    # By shards: the hub publishes a whole-file sha256 only, so the staged bytes are what is compared.
+    files = serve(hub, tmp_path, keys, shard_size=1 << 18)
+    code, out, err = download(capsys, tmp_path, "--public-key", str(keys.public))
+    assert code == 0, (out, err)
+    assert (tmp_path / "out" / "model.safetensors").read_bytes() == files["model.safetensors"]
+    assert f"{AT}/model.sig: signature verified with public key {keys.public} (sha256-sharded-262144)" in out
+
+
+def test_download_never_keeps_bytes_the_signature_refuses(capsys, hub, server, tmp_path, keys):  # noqa: F811 - hub is the fixture
+    folder = model_folder(tmp_path / "signed", weights=300_000)
+    weights = bytearray((folder / "model.safetensors").read_bytes())
+    weights[-1] ^= 1  # a data byte: still a valid file, with its own LFS sha256
+    serve(hub, tmp_path, keys, shard_size=1 << 18, change={"model.safetensors": bytes(weights)})
+    code, out, err = download(capsys, tmp_path, "--public-key", str(keys.public))
+    assert code == 1, (out, err)
+    assert f"{AT}/model.safetensors: ST802 signed-file-changed the file changed since it was signed: bytes [" in out
+    assert "the model signature refuses the download (1 findings): nothing was kept" in err
+    out_dir = tmp_path / "out"
+    assert not out_dir.exists() or not [p for p in out_dir.rglob("*") if p.is_file()]
+
+
+def test_download_with_a_wrong_key_keeps_nothing(capsys, hub, server, tmp_path, keys):  # noqa: F811 - hub is the fixture
+    serve(hub, tmp_path, keys)
+    other = ec_keys(tmp_path, "other")
+    code, out, _ = download(capsys, tmp_path, "--public-key", str(other.public))
+    assert code == 1
+    assert f"{AT}/model.sig: ST801 signature-invalid does not verify with public key {other.public}" in out
+    assert not (tmp_path / "out" / "model.safetensors").exists()
+
+
+def test_download_of_an_http_url_with_a_key_is_a_usage_error(capsys, tmp_path, keys):
+    code = main(
+        ["download", "https://example.com/x.safetensors", "-d", str(tmp_path), "--public-key", str(keys.public)]
+    )
+    assert code == 2
+    assert "an http(s) URL carries no model signature" in capsys.readouterr().err

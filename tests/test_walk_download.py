@@ -40,7 +40,10 @@ def test_download_lists_what_it_leaves_behind(hub, server, tmp_path, capsys):  #
     assert code == 0
     lines = out.splitlines()
     assert lines[-5:] == [
-        "modeling_tiny.py: not downloaded: custom code: `trust_remote_code=True` would run it",
+        (
+            "modeling_tiny.py: not downloaded: custom code, judged by its name (config.json was not read): "
+            "`trust_remote_code=True` runs it if a config's auto_map names it"
+        ),
         (
             "pytorch_model.bin: not downloaded: a .bin file (a pickle when torch.save wrote it): loading it can "
             "run code; model.safetensors is a safetensors copy"

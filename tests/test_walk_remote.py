@@ -55,7 +55,10 @@ def test_a_hub_folder_with_a_pickle_beside_its_safetensors_fails(hub, server, tm
             "use it (load with "
             "use_safetensors=True), not this file"
         ) in lines
-        assert f"{AT}/modeling_tiny.py: ST702 custom-code custom code: `trust_remote_code=True` would run it" in lines
+        assert (
+            f"{AT}/modeling_tiny.py: ST702 custom-code custom code, judged by its name (config.json was not read): "
+            "`trust_remote_code=True` runs it if a config's auto_map names it"
+        ) in lines
         assert lines[-1] == (
             "1 file checked (strict): 1 valid, 0 invalid, 1 other target fails; 1 error, 1 warning; "
             "4 other files: 1 JSON, 1 Python, 1 pickle or raw weights, 1 tokenizer"

@@ -6,6 +6,12 @@
 # The folder is -d/--dest, as in `pip download` (-o names a report FILE in
 # check and scan); -o/--output, its old name, still works with a note.
 #
+# With --public-key, --certificate-chain or --identity/--issuer, the hf://
+# folder's model signature is verified against the staged files (and the
+# hub's listing for what is not downloaded) before they are moved into
+# place (validator.pipeline.signed.Signing.verify_download): a file that
+# does not match is never in DIR.
+#
 # Exit codes: 0 downloaded, 1 refused (findings printed), 2 usage, network or
 # I/O error.  Every line goes through validator._display: shard and file
 # names come from the index or the hub listing, so they may hold ESC, CR, LF
@@ -16,14 +22,23 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from typing import TYPE_CHECKING
 
+from validator._check import make_finding
 from validator._display import escape_line, escape_path, plural
-from validator._errors import SourceError
+from validator._errors import SourceError, StcheckError
 from validator._rules import Profile
 from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
-from validator.cli.options import add_remote_options, network_of
+from validator.cli.options import add_remote_options, add_signature_options, network_of
 from validator.config.install import install_hint
 from validator.report.group import group_per_tensor
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from validator._findings import Finding
+    from validator.config.settings import Network
+    from validator.pipeline.signed import Signing
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -52,6 +67,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--progress", choices=["auto", "always", "never"], default="auto", help="progress on stderr (default auto)"
     )
     add_remote_options(p)  # --network-timeout, --concurrency, -H/--header: as check, scan and inspect
+    add_signature_options(p)  # verify an hf:// folder's signature before anything is kept: as scan
     p.set_defaults(run=run_download)
 
 
@@ -110,6 +126,11 @@ def run_download(args: argparse.Namespace) -> int:  # noqa: C901 - one branch pe
     options = default_options(timeout=network.timeout, concurrency=network.concurrency, headers=network.headers)
     listed: list[str] = []  # the repository's files (hook: validator.remote.listing.listing_lines)
     try:
+        signing = _signing(args)
+    except (ValueError, StcheckError) as exc:
+        return _error(str(exc))
+    verify = None if signing is None else _verifier(signing, args.source, network)
+    try:
         done = download(
             args.source,
             dest,
@@ -119,6 +140,7 @@ def run_download(args: argparse.Namespace) -> int:  # noqa: C901 - one branch pe
             options=options,
             progress=_Progress(args.progress),
             listing=listed.extend,
+            verify=verify,
         )
     except DownloadRefused as exc:
         for where, finding in exc.findings:
@@ -133,9 +155,46 @@ def run_download(args: argparse.Namespace) -> int:  # noqa: C901 - one branch pe
         checked = f"sha256 checked against {item.expected}" if item.expected else "no expected digest known"
         print(escape_line(f"{escape_path(item.path)}: {item.size:,} bytes, sha256 {item.sha256} ({checked})"))
     print(f"{plural(len(done), 'file')} downloaded into {escape_path(dest)}")
+    for line in [] if signing is None else signing.notes():
+        print(escape_line(line))
     for line in listing_lines(listed, args.source):
         print(line)
     return EXIT_OK
+
+
+def _signing(args: argparse.Namespace) -> Signing | None:
+    """The signature check the options ask for, or None; raise ValueError
+    or SigningSetupError (a key that cannot be used) before any download."""
+    from validator.pipeline.signed import Signing  # noqa: PLC0415 - the sign extra loads only with a key
+
+    signing = Signing.from_options(_KeyArgs(args))
+    if signing.keys is None:
+        return None
+    if not args.source.startswith("hf://"):
+        raise ValueError(f"{args.source}: an http(s) URL carries no model signature; give an hf:// folder")
+    return signing
+
+
+def _verifier(signing: Signing, source: str, network: Network) -> Callable[[dict[str, str]], list[tuple[str, Finding]]]:
+    def verify(staged: dict[str, str]) -> list[tuple[str, Finding]]:
+        found = signing.verify_download(source, network, staged)
+        return [(display, make_finding(slug, message)) for display, slug, message, _ in found]
+
+    return verify
+
+
+class _KeyArgs:
+    """download's options as pipeline.signed.KeyOptions reads them."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.public_key: str | None = args.public_key
+        self.certificate_chain: list[str] = list(args.certificate_chain)
+        self.identity: str | None = args.identity
+        self.issuer: str | None = args.issuer
+        self.trust_config: str | None = args.trust_config
+        self.signature: str | None = args.signature
+        self.ignore_paths: list[str] = list(args.ignore_paths)
+        self.bom = False
 
 
 def _error(message: str) -> int:

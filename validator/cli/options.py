@@ -64,7 +64,7 @@ def header_arg(text: str) -> tuple[str, str]:
 def add_signature_options(parser: argparse.ArgumentParser) -> None:
     """The signed-model options of `stcheck scan`."""
     g = parser.add_argument_group(
-        "signed models (OpenSSF Model Signing, a model.sig over the folder; needs the sign extra)"
+        "signed models (OpenSSF Model Signing, a model.sig over the folder or a file; needs the sign extra)"
     )
     g.add_argument("--public-key", metavar="PEM", help="verify DIR/model.sig with this EC public key (offline)")
     g.add_argument(
@@ -74,7 +74,20 @@ def add_signature_options(parser: argparse.ArgumentParser) -> None:
         default=[],
         help="verify DIR/model.sig signed with a certificate issued by this chain (offline; repeatable)",
     )
-    g.add_argument("--signature", metavar="PATH", help="the signature to verify (default: DIR/model.sig)")
+    g.add_argument(
+        "--signature",
+        metavar="PATH",
+        help="the signature to verify (default: DIR/model.sig; needed for a single-file model: FILE)",
+    )
+    g.add_argument(
+        "--ignore-path",
+        dest="ignore_paths",
+        metavar="PATH",
+        action="append",
+        default=[],
+        help="leave PATH out of the verification, as the signer did: relative to the signed folder (or absolute, "
+        "inside it); a folder covers everything below it (repeatable; also the policy's ignore_paths)",
+    )
     g.add_argument(
         "--identity",
         metavar="ID",

@@ -207,6 +207,7 @@ def options_of(args: argparse.Namespace) -> VetOptions:
         identity=args.identity,
         issuer=args.issuer,
         trust_config=args.trust_config,
+        ignore_paths=tuple(args.ignore_paths),
         jobs=args.jobs,
         cache=args.cache,
         cluster=args.cluster,

@@ -2,7 +2,8 @@
 # `--policy FILE.toml` or the `[tool.stcheck]` table of a `pyproject.toml`.
 # It sets limits (file size, header size, tensor count), the dtypes that are
 # allowed or forbidden, the metadata keys that must be present, and per-rule
-# severity overrides or ignores.  Every override and every ignore must carry
+# severity overrides or ignores, and the paths a model signature's
+# verification leaves out (`ignore_paths`).  Every override and every ignore must carry
 # a reason, which reports show next to the finding: a suppressed finding is
 # kept, marked suppressed, never silently dropped.  A policy with an unknown
 # key, an unknown rule or a missing reason is refused (PolicyError) rather
@@ -61,6 +62,9 @@ class Policy:
     required_metadata: tuple[str, ...] = ()
     rules: Mapping[str, RuleSetting] = field(default_factory=dict)  # slug -> setting
     source: str | None = None
+    # Paths a model signature's verification leaves out, relative to the
+    # signed folder (a folder covers everything below it): `scan --ignore-path`.
+    ignore_paths: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,7 @@ _KEYS: Final = frozenset(
         "forbidden_dtypes",
         "required_metadata",
         "rules",
+        "ignore_paths",
     },
 )
 
@@ -196,6 +201,9 @@ def parse_policy(doc: Mapping[str, Any], source: str) -> Policy:
         isinstance(max_tensors, bool) or not isinstance(max_tensors, int) or max_tensors < 0
     ):
         raise PolicyError(f"{source}: max_tensors: expected a non-negative integer")
+    ignore_paths = doc.get("ignore_paths", [])
+    if not isinstance(ignore_paths, list) or not all(isinstance(v, str) and v.strip() for v in ignore_paths):
+        raise PolicyError(f"{source}: ignore_paths: expected a list of paths (relative to the signed folder)")
     return Policy(
         max_file_size=None if "max_file_size" not in doc else _size(f"{source}: max_file_size", doc["max_file_size"]),
         max_header_size=None
@@ -209,6 +217,7 @@ def parse_policy(doc: Mapping[str, Any], source: str) -> Policy:
         required_metadata=tuple(required),
         rules=_rule_settings(f"{source}: rules", doc.get("rules", {})),
         source=source,
+        ignore_paths=tuple(ignore_paths),
     )
 
 

@@ -1,11 +1,15 @@
 # Strategy: `stcheck scan` of signed models (OpenSSF Model Signing, a
-# `model.sig` over a folder) and the grouping of results into models for the
-# CycloneDX BOM.  The scan command calls, in order:
+# `model.sig` over a folder, or a signature over a single file) and the
+# grouping of results into models for the CycloneDX BOM.  The scan command
+# calls, in order:
 #   Signing.from_options    the options (one way to verify: --public-key,
-#                        --certificate-chain or --identity/--issuer);
+#                        --certificate-chain or --identity/--issuer) and the
+#                        paths left out (--ignore-path, the policy's
+#                        ignore_paths: relative to each signed folder);
 #   verify_sources       before any file is read: each folder argument's
-#                        signature (DIR/model.sig, or --signature) is
-#                        verified by the library (scan/oms.py); an hf://
+#                        signature (DIR/model.sig, or --signature), or a
+#                        file argument's (--signature, a single-file model),
+#                        is verified by the library (scan/oms.py); an hf://
 #                        folder's signature is fetched and its signed
 #                        digests compared with the hub's listing (the LFS
 #                        sha256), before any weight is downloaded;
@@ -17,19 +21,25 @@
 #                        (scan/signature.py) and each finding is attached to
 #                        the file it names; a signed file the scan did not
 #                        read (an index, a file below .git/.hg/.svn) is read
-#                        once here, for its digest alone;
+#                        once here, for its digest alone; each signature's
+#                        record (FileResult.signature: verified or not, by
+#                        whom, files compared and left out) goes on the
+#                        signature's own result, which every report writes;
 #   models               the BOM's models: a folder argument, a hub-cache
 #                        snapshot, an hf:// folder, or a lone file.
+# `stcheck download` with a key calls verify_download before it moves the
+# staged files into place: the hf:// folder's signature, compared with the
+# staged bytes of what was downloaded and the hub's listing for the rest.
 # Without a key nothing is verified: a `model.sig` found gets the warning
 # signature-not-verified.  model_signing is imported only when a key is given.
 # Paths are str, handled with os.path as in the rest of the package.
-# ruff: noqa: PTH100, PTH112, PTH113, PTH118, PTH119, PTH123
+# ruff: noqa: PTH100, PTH112, PTH113, PTH116, PTH117, PTH118, PTH119, PTH123
 from __future__ import annotations
 
 import os
 import tempfile
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from validator._check import make_finding
 from validator.config.install import install_hint
@@ -38,14 +48,18 @@ from validator.io.names import hub_snapshot
 from validator.pipeline.engine import Job, run_jobs
 from validator.report.bom import ModelGroup
 from validator.report.results import FileResult
-from validator.signing.base import Keys, SignatureRejectedError, SigningSetupError, verifier_for
+from validator.signing.base import Keys, SignatureRejectedError, Signed, SigningSetupError, verifier_for
 from validator.signing.oms import MAX_SIGNATURE_SIZE
 from validator.signing.signature import (
     SIGNATURE_NAME,
+    SINGLE_FILE,
     Manifest,
+    Outcome,
     Seen,
     UnsupportedError,
     compare,
+    fit,
+    relative_path,
     to_manifest,
 )
 from validator.signing.signhash import WHOLE_SHA256, DigestSpec, SignedDigester
@@ -53,7 +67,8 @@ from validator.sources.kinds import name_kind
 from validator.sources.schemes import is_remote
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
+    from typing import Any
 
     from validator.config.policy import Policy
     from validator.config.settings import Network
@@ -78,6 +93,8 @@ class KeyOptions(Protocol):
     @property
     def signature(self) -> str | None: ...
     @property
+    def ignore_paths(self) -> Sequence[str]: ...
+    @property
     def bom(self) -> bool: ...
 
 
@@ -97,6 +114,8 @@ def keys_from_options(args: KeyOptions) -> Keys | None:
     if public_key is None and not chain and identity is None:
         if args.signature is not None:
             raise ValueError("--signature needs --public-key, --certificate-chain, or --identity with --issuer")
+        if args.ignore_paths:
+            raise ValueError("--ignore-path needs --public-key, --certificate-chain, or --identity with --issuer")
         return None
     return Keys(public_key, chain, identity, issuer, trust)
 
@@ -139,6 +158,37 @@ class Target:
     manifest: Manifest | None = None
     matched: int = 0  # signed files whose digests matched
     findings: list[tuple[str, str, str, str | None]] = field(default_factory=list)  # (display, slug, message, rel)
+    single: bool = False  # a single-file model: ``given`` is the file, its one resource "."
+    ignore: tuple[str, ...] = ()  # the user's ignore paths, relative to the folder
+    signed: Signed | None = None  # the verified signature, as the verifier gave it
+    outcome: Outcome | None = None  # the comparison
+
+    def record(self, method: str | None, keys: Keys | None) -> dict[str, Any]:
+        """What a report says of this signature (FileResult.signature;
+        report.schema.json's signatureRecord)."""
+        signer = None if self.signed is None else self.signed.signer
+        outcome = self.outcome
+        left_out = [] if outcome is None else outcome.ignored
+        return {
+            "path": self.where,
+            "model": self.name,
+            "method": method,
+            "kind": None if keys is None else keys.kind,
+            "status": self.status,
+            "verified": self.status == "verified",
+            "signature_valid": self.manifest is not None or self.status in {"verified", "mismatch", "unsupported"},
+            "identity": None if signer is None else signer.identity,
+            "issuer": None if signer is None else signer.issuer,
+            "fingerprint": None if signer is None else signer.fingerprint,
+            "digest": None if self.manifest is None else self.manifest.spec.label,
+            "files_signed": None if self.manifest is None else len(self.manifest.digests),
+            "files_compared": 0 if outcome is None else outcome.compared,
+            "files_matched": self.matched,
+            "files_ignored": len(left_out),
+            "ignored": [self.display(rel) for rel in left_out[:MAX_LISTED]],
+            "ignore_paths": list(self.ignore),
+            "detail": self.detail,
+        }
 
     @property
     def remote(self) -> bool:
@@ -148,6 +198,9 @@ class Target:
     def rel(self, result: FileResult) -> str | None:
         """The result's path relative to the folder, or None when outside it."""
         path = result.path
+        if self.single:
+            same = result.model is None and not is_remote(path) and os.path.abspath(path) == self.root
+            return SINGLE_FILE if same else None
         if self.prefix is not None:
             return path[len(self.prefix) :] if path.startswith(self.prefix) and len(path) > len(self.prefix) else None
         if self.root is None or result.model is not None or is_remote(path):
@@ -159,7 +212,7 @@ class Target:
         if self.prefix is not None:
             return self.prefix + rel
         assert self.given is not None
-        return os.path.join(self.given, rel)
+        return self.given if self.single else os.path.join(self.given, rel)
 
 
 def _digests(result: FileResult, spec: DigestSpec) -> list[str] | None:
@@ -168,20 +221,64 @@ def _digests(result: FileResult, spec: DigestSpec) -> list[str] | None:
     return (result.signed or {}).get(spec.label)
 
 
+def _ignore_paths(paths: Sequence[str]) -> tuple[str, ...]:
+    """The ignore paths as given, each checked: an absolute path is kept
+    (each folder takes those inside it), a relative one normalised; raise
+    ValueError for one that names the folder itself or leads out of it."""
+    out = []
+    for path in paths:
+        if os.path.isabs(path):
+            out.append(os.path.normpath(path))
+            continue
+        rel = relative_path(path.replace(os.sep, "/"))
+        if rel is None:
+            msg = (
+                f"--ignore-path {path}: give a path inside the signed folder, relative to it "
+                "(a folder covers what is below it)"
+            )
+            raise ValueError(msg)
+        out.append(rel)
+    return tuple(dict.fromkeys(out))
+
+
+def _ignores_for(paths: Sequence[str], root: str | None) -> tuple[str, ...]:
+    """The ignore paths relative to a folder: an absolute one inside the
+    local folder ``root`` (None: a hub folder) made relative, as
+    model_signing joins each to the model path; one outside it matches nothing."""
+    out = []
+    for path in paths:
+        if not os.path.isabs(path):
+            out.append(path)
+        elif root is not None:
+            rel = os.path.relpath(path, root)
+            if rel != "." and not rel.startswith(("..", os.sep)):
+                out.append(rel.replace(os.sep, "/"))
+    return tuple(out)
+
+
+MAX_LISTED: Final = 100  # files left out that a signature's record names (all are counted)
+
+
 class Signing:
     """The signed-model checks of one `stcheck scan` run (see the strategy)."""
 
-    def __init__(self, keys: Keys | None, signature: str | None, *, bom: bool) -> None:
+    def __init__(
+        self, keys: Keys | None, signature: str | None, *, bom: bool, ignore_paths: Sequence[str] = ()
+    ) -> None:
         self.keys = keys
         self.signature = signature
         self.bom = bom
+        self.ignore_paths = _ignore_paths(ignore_paths)
         self.verifier = None if keys is None else verifier_for(keys)
         self.targets: list[Target] = []
 
     @classmethod
-    def from_options(cls, options: KeyOptions) -> Signing:
-        """Raise ValueError for bad options, SigningSetupError when the keys cannot be used."""
-        return cls(keys_from_options(options), options.signature, bom=options.bom)
+    def from_options(cls, options: KeyOptions, policy: Policy | None = None) -> Signing:
+        """Raise ValueError for bad options, SigningSetupError when the keys
+        cannot be used.  The policy's ignore_paths add to the options'."""
+        keys = keys_from_options(options)
+        ignore = [*options.ignore_paths, *(() if policy is None else policy.ignore_paths)]
+        return cls(keys, options.signature, bom=options.bom, ignore_paths=ignore)
 
     # -- before the scan ---------------------------------------------------------
 
@@ -194,27 +291,45 @@ class Signing:
                 Target(p, os.path.join(p, SIGNATURE_NAME), SIGNATURE_NAME, p, os.path.abspath(p)) for p in folders
             ]
             return
-        for path in paths:
-            if is_remote(path) and not path.startswith("hf://"):
-                raise ValueError(f"{path}: an http(s) URL carries no model signature; give an hf:// folder")
-            if not is_remote(path) and path not in folders and os.path.lexists(path):
-                raise ValueError(f"{path}: a model signature covers a folder; give the folder, not a file in it")
+        files = [p for p in paths if not is_remote(p) and p not in folders and os.path.isfile(p)]
+        self._check_paths(paths, folders, files)
         hubs = [p for p in paths if p.startswith("hf://")]
         absent = [p for p in paths if not is_remote(p) and not os.path.lexists(p)]
-        if not folders and not hubs and not hf_cache and not absent:  # (an absent path is the scan's error)
+        if (
+            not folders and not files and not hubs and not hf_cache and not absent
+        ):  # (an absent path is the scan's error)
             raise ValueError("--public-key, --certificate-chain and --identity verify a folder: give DIR")
-        if self.signature is not None and len(folders) + len(hubs) + hf_cache > 1:
-            raise ValueError("--signature names the signature of one folder, but several were given")
+        if self.signature is not None and len(folders) + len(files) + len(hubs) + hf_cache > 1:
+            raise ValueError("--signature names the signature of one model, but several were given")
         for folder in folders:
             sig = self.signature or os.path.join(folder, SIGNATURE_NAME)
             root = os.path.abspath(folder)
             rel = os.path.relpath(os.path.abspath(sig), root)
             inside = None if rel.startswith("..") else rel.replace(os.sep, "/")
-            target = Target(folder, sig, inside, folder, root)
+            target = Target(folder, sig, inside, folder, root, ignore=_ignores_for(self.ignore_paths, root))
             self._verify(target, sig)
+            self.targets.append(target)
+        for file in files:
+            assert self.signature is not None
+            target = Target(file, self.signature, None, file, os.path.abspath(file), single=True)
+            self._verify(target, self.signature)
             self.targets.append(target)
         for source in hubs:
             self.targets.append(self._remote(source, network))
+
+    def _check_paths(self, paths: Sequence[str], folders: Sequence[str], files: Sequence[str]) -> None:
+        """Refuse, with a key given, an argument no signature can cover."""
+        for path in paths:
+            if is_remote(path) and not path.startswith("hf://"):
+                raise ValueError(f"{path}: an http(s) URL carries no model signature; give an hf:// folder")
+            if not is_remote(path) and path not in folders and path not in files and os.path.lexists(path):
+                raise ValueError(f"{path}: a model signature covers a folder or a regular file")
+            if path in files and self.signature is None:
+                msg = (
+                    f"{path}: a single-file model's signature is given with --signature PATH "
+                    f"(a folder's is DIR/{SIGNATURE_NAME})"
+                )
+                raise ValueError(msg)
 
     def _verify(self, target: Target, path: str | None) -> None:
         assert self.verifier is not None
@@ -225,7 +340,8 @@ class Signing:
             target.findings.append((target.where, "signature-missing", why, None))
             return
         try:
-            target.manifest = to_manifest(self.verifier.verify(path))
+            target.signed = self.verifier.verify(path)
+            target.manifest = fit(to_manifest(target.signed), single_file=target.single)
             target.status, target.detail = "verified", f"verified with {self.keys.describe()}"
         except SignatureRejectedError as exc:
             target.status, target.detail = "invalid", str(exc)
@@ -236,7 +352,21 @@ class Signing:
             target.status, target.detail = "unsupported", str(exc)
             target.findings.append((target.where, "signature-unsupported", f"the signature verifies, but {exc}", None))
 
-    def _remote(self, source: str, network: Network) -> Target:
+    def verify_download(
+        self, source: str, network: Network, staged: Mapping[str, str]
+    ) -> list[tuple[str, str, str, str | None]]:
+        """`stcheck download`'s check before its final move: the signature of
+        the hf:// folder ``source`` verified, and its digests compared with
+        the files staged (repository path -> the staged copy, read here) and,
+        for the files not downloaded, with the hub's listing.  Return the
+        findings (an empty list: the download may be kept)."""
+        if not source.startswith("hf://"):
+            raise ValueError(f"{source}: an http(s) URL carries no model signature; give an hf:// folder")
+        target = self._remote(source, network, staged)
+        self.targets.append(target)
+        return target.findings
+
+    def _remote(self, source: str, network: Network, staged: Mapping[str, str] | None = None) -> Target:
         try:
             from validator.remote import default_options  # noqa: PLC0415 - the remote extra loads only for hf://
             from validator.remote._signed import fetch_files, hub_folder  # noqa: PLC0415 - as above
@@ -251,8 +381,13 @@ class Signing:
         found = hub_folder(source, opts)
         prefix = found.display("x")[:-1]
         files = found.files()
+        base = found.folder + "/" if found.folder else ""
+        local = {p[len(base) :]: path for p, path in (staged or {}).items() if p.startswith(base)}
         target = Target(
-            prefix.rstrip("/"), self.signature or prefix + SIGNATURE_NAME, None if self.signature else SIGNATURE_NAME
+            prefix.rstrip("/"),
+            self.signature or prefix + SIGNATURE_NAME,
+            None if self.signature else SIGNATURE_NAME,
+            ignore=_ignores_for(self.ignore_paths, None),
         )
         target.prefix = prefix
         if self.signature is not None:
@@ -274,17 +409,21 @@ class Signing:
         manifest = target.manifest
         if manifest is None:
             return target
-        small = sorted(rel for rel, e in files.items() if rel in manifest.digests and e.sha256 is None)
+        small = sorted(
+            rel for rel, e in files.items() if rel in manifest.digests and e.sha256 is None and rel not in local
+        )
         fetched = fetch_files(found, small, opts) if small else {}
         seen = {
-            rel: _remote_seen(manifest.spec, entry, fetched.get(rel))
+            rel: _staged_seen(manifest.spec, local[rel])
+            if rel in local and rel in manifest.digests
+            else _remote_seen(manifest.spec, entry, fetched.get(rel))
             if rel in manifest.digests
             else Seen(entry.size, None)
             for rel, entry in files.items()
         }
-        outcome = compare(manifest, seen, where=target.where, signature_rel=target.signature_rel)
+        outcome = compare(manifest, seen, where=target.where, signature_rel=target.signature_rel, ignore=target.ignore)
         target.findings.extend((target.display(rel), slug, message, None) for rel, slug, message in outcome.findings)
-        target.matched = outcome.checked
+        target.matched, target.outcome = outcome.checked, outcome
         if outcome.findings:
             target.status = "mismatch"
         return target
@@ -329,7 +468,11 @@ class Signing:
         for prefix, model in sorted(models.items()):
             where = self.signature or prefix + SIGNATURE_NAME
             target = Target(
-                _model_name(prefix, model), where, None if self.signature else SIGNATURE_NAME, prefix=prefix
+                _model_name(prefix, model),
+                where,
+                None if self.signature else SIGNATURE_NAME,
+                prefix=prefix,
+                ignore=_ignores_for(self.ignore_paths, None),
             )
             target.model = model
             if self.keys is not None:
@@ -344,13 +487,37 @@ class Signing:
         if self.keys is None:
             self._unverified(results, policy)
         if self.keys is None and not self.bom:
+            self._records(results, policy)
             return results
         results = self._read_rest(results, options)
         for target in self.targets:
             if target.manifest is not None and not target.remote:
                 self._compare(target, results)
             self._attach(target, results, policy)
+        self._records(results, policy)
         return results
+
+    def _records(self, results: list[FileResult], policy: Policy | None) -> None:
+        """Each signature's record, on the signature's own result (one made
+        for a signature outside what was scanned)."""
+        method = None if self.verifier is None else self.verifier.method
+        by_path = {r.path: r for r in results if r.kind != "link"}
+        for target in self.targets:
+            if target.status == "none":
+                continue
+            result = by_path.get(target.where)
+            if result is None:
+                result = FileResult(
+                    path=target.where,
+                    model=target.model,
+                    kind="other",
+                    file_size=None if target.remote else _size(target.where),
+                    file_kind="model signature",
+                    policy=None if policy is None else policy.source,
+                )
+                results.append(result)
+                by_path[target.where] = result
+            result.signature = target.record(method, self.keys)
 
     def _unverified(self, results: list[FileResult], policy: Policy | None) -> None:
         for r in results:
@@ -413,9 +580,11 @@ class Signing:
             digests = _digests(r, manifest.spec) if rel in manifest.digests else None
             why = None if digests is not None or r.error is not None else "the scan did not read the whole file"
             present[rel] = Seen(r.file_size, digests, why)
-        outcome = compare(manifest, present, where=target.where, signature_rel=target.signature_rel)
+        outcome = compare(
+            manifest, present, where=target.where, signature_rel=target.signature_rel, ignore=target.ignore
+        )
         target.findings.extend((target.display(rel), slug, message, rel) for rel, slug, message in outcome.findings)
-        target.matched = outcome.checked
+        target.matched, target.outcome = outcome.checked, outcome
         if outcome.findings:
             target.status = "mismatch"
 
@@ -445,6 +614,10 @@ class Signing:
         for t in self.targets:
             if t.status in {"verified", "mismatch"} and t.manifest is not None:
                 files = f"{t.matched} signed file{'s match' if t.matched != 1 else ' matches'}"
+                left = [] if t.outcome is None else t.outcome.ignored
+                if left:
+                    shown = ", ".join(left[:3]) + (f" and {len(left) - 3} more" if len(left) > 3 else "")
+                    files += f"; {len(left)} left out ({shown})"
                 bad = len(t.findings)
                 tail = f"; {bad} finding{'s' if bad != 1 else ''} against it above" if bad else ""
                 lines.append(f"{t.where}: signature {t.detail} ({t.manifest.spec.label}); {files}{tail}")
@@ -458,7 +631,9 @@ class Signing:
         for r in results:
             target = next((t for t in self.targets if t.rel(r) is not None), None)
             if target is not None:
-                key, name, inner = target.name, target.name, target.rel(r) or r.path
+                rel = target.rel(r)
+                inner = os.path.basename(r.path) if rel == SINGLE_FILE else rel or r.path
+                key, name = target.name, target.name
             elif (prefix := _snapshot(r.path)) is not None and (r.model is not None or r.path.startswith("hf://")):
                 key, name, inner = prefix, _model_name(prefix, r.model), r.path[len(prefix) :]
             else:
@@ -470,6 +645,23 @@ class Signing:
                     group.signature, group.signature_detail = target.status, target.detail
             group.files.append((inner, r))
         return list(groups.values())
+
+
+def _size(path: str) -> int | None:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return None
+
+
+def _staged_seen(spec: DigestSpec, path: str) -> Seen:
+    """A downloaded file's digests, from its staged copy (read once here)."""
+    size = os.stat(path).st_size
+    digester = SignedDigester(size, [spec])
+    with open(path, "rb") as fh:
+        while chunk := fh.read(8 << 20):
+            digester.update(memoryview(chunk))
+    return Seen(size, digester.signed()[spec.label])
 
 
 def _remote_seen(spec: DigestSpec, entry: HubEntry, data: bytes | None) -> Seen:

@@ -81,6 +81,7 @@ class VetOptions:
     identity: str | None = None
     issuer: str | None = None
     trust_config: str | None = None
+    ignore_paths: Sequence[str] = ()  # left out of a signature's verification, relative to the signed folder
     jobs: int = 0  # worker processes; 0: one per CPU
     cache: str | None = None  # a SQLite file or a postgresql:// URL
     cluster: str | None = None  # tcp://HOST:PORT or local:N
@@ -220,7 +221,7 @@ def vet(
         # The checksum list cannot list itself: it is judged, not verified.
         own = frozenset({os.path.realpath(options.checksums)} if options.checksums else ())
         # Signatures are verified (and compared with a hub's listing) before any file is read.
-        signing = Signing.from_options(options)
+        signing = Signing.from_options(options, policy)
         signing.verify_sources(paths, options.network, hf_cache=options.hf_cache is not None)
         plan = scan_plan(paths, options.profile, policy, errors, options.network, not_read=own)
         hub = _hub_walk(options, errors, policy)

@@ -13,8 +13,10 @@
 # id when that is the only digest known) and fed to the deep checks
 # (validator.read.deep.DeepScanner, which only reads), all in the same pass.
 # The digest is compared with --sha256, or the hub's LFS oid, or its
-# X-Linked-Etag.  Only when every file of the source has passed are the
-# temporary files renamed into place; otherwise they are removed and nothing
+# X-Linked-Etag.  With ``verify`` (a model signature: `stcheck download
+# --public-key`), the staged files are handed to it once all are written
+# and checked; a finding it returns refuses the download.  Only when every
+# file of the source has passed are the temporary files renamed into place; otherwise they are removed and nothing
 # is left behind but the directories created.  Files get the mode
 # validator.save gives: an existing file's, else 0o666 less the umask.
 # Paths are str, handled with os.path as in the rest of the package.
@@ -27,6 +29,7 @@ import os
 import re
 import stat
 import tempfile
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
@@ -42,11 +45,11 @@ from validator.remote._check import Plan, RemoteEntry, RemoteHeader, check_index
 from validator.remote._http import Client, Options
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from validator._findings import Finding
     from validator._rules import Profile
 
+# The staged files (path in the repository -> staged copy) -> the findings that refuse them.
+Verify = Callable[[dict[str, str]], list[tuple[str, "Finding"]]]
 CHUNK: Final = 8 << 20  # deep-check feed size
 BATCH: Final = 8 << 20  # bytes gathered before a write, a hash and a feed
 _HEX64: Final = re.compile(r"[0-9a-f]{64}")
@@ -210,6 +213,7 @@ def download(  # noqa: C901 - one branch per source kind and failure
     options: Options | None = None,
     progress: Callable[[str, int, int], None] | None = None,
     listing: Callable[[list[str]], None] | None = None,
+    verify: Verify | None = None,
 ) -> list[FileDone]:
     """Vet a remote source from its headers, then download it into ``out_dir``.
 
@@ -219,7 +223,9 @@ def download(  # noqa: C901 - one branch per source kind and failure
     (one file only) overrides the digest the hub announces.  ``progress`` is
     called with (file, bytes so far, file size); ``listing``, for an hf://
     source, with the repository's file names (what is not downloaded is
-    judged from them: validator.sources.kinds).
+    judged from them: validator.sources.kinds).  ``verify`` is given every
+    staged file (its path in the repository -> the staged copy) before any
+    is moved into place; what it returns refuses the download.
     """
     prof = as_profile(profile)
     opts = options or Options()
@@ -268,7 +274,7 @@ def download(  # noqa: C901 - one branch per source kind and failure
             if refusals:
                 msg = f"{source}: refused before downloading any tensor data: {len(refusals)} errors"
                 raise DownloadRefused(msg, refusals)
-            return _commit(entries, headers, found, kept, out_dir, sha256, deep=deep, progress=progress)
+            return _commit(entries, headers, found, kept, out_dir, sha256, deep=deep, progress=progress, verify=verify)
         finally:
             for header in [*headers, *vetted.values()]:
                 if header.file is not None:
@@ -282,7 +288,7 @@ def _uncached(entry: RemoteEntry) -> RemoteEntry:
     return dataclasses.replace(entry, cached=None)
 
 
-def _commit(  # noqa: PLR0917 - one private call site
+def _commit(  # noqa: C901, PLR0917 - one private call site; stage, check, verify, then move, in one cleanup
     entries: list[RemoteEntry],
     headers: list[RemoteHeader],
     found: Plan,
@@ -292,6 +298,7 @@ def _commit(  # noqa: PLR0917 - one private call site
     *,
     deep: bool,
     progress: Callable[[str, int, int], None] | None,
+    verify: Verify | None = None,
 ) -> list[FileDone]:
     temps: list[tuple[str, str]] = []  # (temporary, final)
     done: list[FileDone] = []
@@ -329,6 +336,8 @@ def _commit(  # noqa: PLR0917 - one private call site
                 _write_all(fd, raw)
             finally:
                 os.close(fd)
+        if verify is not None:
+            _verify_staged(verify, entries, found, [temp for temp, _ in temps])
         for temp, final in temps:
             os.replace(temp, final)
     except BaseException as exc:
@@ -339,6 +348,15 @@ def _commit(  # noqa: PLR0917 - one private call site
             raise _write_error(exc, out_dir) from exc
         raise
     return done
+
+
+def _verify_staged(verify: Verify, entries: list[RemoteEntry], found: Plan, temps: list[str]) -> None:
+    """Hand every staged file to ``verify``; raise DownloadRefused with what it finds."""
+    rels = [*(entry.rel for entry in entries), *(index.rel for index in found.indexes)]
+    refused = verify(dict(zip(rels, temps, strict=True)))
+    if refused:
+        msg = f"the model signature refuses the download ({len(refused)} findings): nothing was kept"
+        raise DownloadRefused(msg, refused)
 
 
 def _write_error(exc: OSError, out_dir: str) -> SourceError:

@@ -47,6 +47,7 @@ from validator.report.format_common import (
     spec_link,
     summary,
 )
+from validator.report.signatures import record_json, records
 from validator.sources.kinds import kinds_line
 
 if TYPE_CHECKING:
@@ -219,6 +220,8 @@ def _file_json(r: FileResult) -> dict[str, Any]:
     doc = r.to_json()
     doc["path"] = json_path(r.path)
     doc["model"] = None if r.model is None else json_path(r.model)
+    if r.signature is not None:
+        doc["signature"] = record_json(r.signature)
     for finding in doc["findings"]:
         finding["message"] = json_text(finding["message"])
         if finding["tensor"] is not None:
@@ -241,9 +244,11 @@ def _json_head(context: Context) -> dict[str, Any]:
 
 def json_document(results: Sequence[FileResult], context: Context) -> dict[str, Any]:
     """The JSON report as one value (write_json streams the same document)."""
+    signatures = records(results)
     return {
         **_json_head(context),
         "files": [_file_json(r) for r in results if r.error is None],
+        **({"signatures": signatures} if signatures else {}),
         "summary": summary(results, context.errors, context.seconds),
     }
 
@@ -256,7 +261,11 @@ def write_json(out: IO[str], results: Sequence[FileResult], context: Context) ->
         if r.error is None:
             out.write(("\n" if first else ",\n") + indent(json.dumps(_file_json(r), indent=2), 4))
             first = False
-    out.write(("]" if first else "\n  ]") + ',\n  "summary": ')
+    out.write("]" if first else "\n  ]")
+    signatures = records(results)
+    if signatures:
+        out.write(',\n  "signatures": ' + indent(json.dumps(signatures, indent=2), 2).lstrip())
+    out.write(',\n  "summary": ')
     out.write(indent(json.dumps(summary(results, context.errors, context.seconds), indent=2), 2).lstrip() + "\n}\n")
 
 

@@ -1,6 +1,7 @@
 # Strategy: the JUnit XML format (validator.report.formats registers it): one
 # <testcase> per file, <failure> for errors, <error> when unreadable, the
-# warnings, suppressions and digests in <system-out>.  Cases are streamed one
+# warnings, suppressions and digests in <system-out>; each model signature's
+# record is a `signature` property of the suite.  Cases are streamed one
 # at a time into a skeleton built by ElementTree.  XML 1.0 has no character
 # reference for U+0001, so every string goes through validator._display's
 # escaper: the XML stays well-formed whatever a file is called.
@@ -13,6 +14,7 @@ from validator._display import escape_line, escape_path, finding_line
 from validator._findings import REFERENCE_LOADS
 from validator._rules import Severity
 from validator.report.format_common import reference_loads
+from validator.report.signatures import phrase
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -74,6 +76,9 @@ def write(out: IO[str], results: Sequence[FileResult], context: Context) -> None
     props = ET.SubElement(suite, "properties")
     for policy in context.policies or [_NO_POLICY]:
         ET.SubElement(props, "property", name="policy", value=escape_line(policy))
+    for r in results:  # each model signature: verified or not, by whom, files compared and left out
+        if r.signature is not None:
+            ET.SubElement(props, "property", name="signature", value=escape_line(phrase(r.signature)))
     ET.SubElement(suite, "testcase").text = "\0"  # marks where the streamed cases go
     ET.indent(root)
     skeleton = ET.tostring(root, encoding="unicode")

@@ -68,6 +68,9 @@ class FileResult(ReportBase[ScanItem]):
     tensors: dict[str, Any] | None = None
     checkpoint: dict[str, Any] | None = None
     revision: str | None = None  # --hf-cache: the snapshot's revision (model is the repository id)
+    # A model signature's result: what its verification found
+    # (validator.pipeline.signed.Target.record; report.schema.json's signatureRecord).
+    signature: dict[str, Any] | None = None
 
     @property
     def active(self) -> list[ScanItem]:
@@ -134,6 +137,8 @@ class FileResult(ReportBase[ScanItem]):
             doc["revision"] = self.revision
         if self.checkpoint is not None:
             doc["checkpoint"] = self.checkpoint
+        if self.signature is not None:
+            doc["signature"] = dict(self.signature)
         return doc
 
 

@@ -39,6 +39,7 @@ from validator.report.format_common import (
     spec_base,
     spec_link,
 )
+from validator.report.signatures import records
 from validator.sources.schemes import STDIN_NAME, is_remote
 
 if TYPE_CHECKING:
@@ -181,6 +182,9 @@ def write(out: IO[str], results: Sequence[FileResult], context: Context) -> None
         "properties": {"policies": policies, "command": context.command},
         "results": [],
     }
+    signatures = records(results)
+    if signatures:  # each model signature: verified or not, by whom, files compared and left out
+        run["properties"]["signatures"] = signatures
     doc = {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
     text = json.dumps(doc, indent=2)
     head, tail = text.split('"results": []', 1)

@@ -21,6 +21,7 @@ __all__ = [
     "SignatureRejectedError",
     "SignatureVerifier",
     "Signed",
+    "Signer",
     "SigningSetupError",
     "verifier_for",
 ]
@@ -46,6 +47,13 @@ class Keys:
     issuer: str | None = None
     trust_config: str | None = None
 
+    @property
+    def kind(self) -> str:
+        """key, certificate or keyless: how a report names the way of verifying."""
+        if self.public_key is not None:
+            return "key"
+        return "certificate" if self.certificate_chain else "keyless"
+
     def describe(self) -> str:
         """How the signature was verified, for reports."""
         if self.public_key is not None:
@@ -56,12 +64,29 @@ class Keys:
 
 
 @dataclass(frozen=True)
+class Signer:
+    """Who signed, as a report names it: how (``kind``: key, certificate or
+    keyless), the identity (a certificate's subject, a Sigstore identity)
+    and its issuer, and a fingerprint (``sha256:HEX`` of the public key's
+    DER SubjectPublicKeyInfo, or of the signing certificate's DER)."""
+
+    kind: str
+    identity: str | None = None
+    issuer: str | None = None
+    fingerprint: str | None = None
+
+    def to_json(self) -> dict[str, str | None]:
+        return {"kind": self.kind, "identity": self.identity, "issuer": self.issuer, "fingerprint": self.fingerprint}
+
+
+@dataclass(frozen=True)
 class Signed:
     """A verified signature's content, as plain data."""
 
     serialization: dict[str, Any]  # method, hash_type, allow_symlinks, ignore_paths, shard_size
     resources: tuple[tuple[str, str, str], ...]  # (name, algorithm, hex digest), sorted by name
     model_name: str
+    signer: Signer | None = None  # who signed (None: a method that cannot say)
 
 
 class SignatureVerifier(Protocol):

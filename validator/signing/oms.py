@@ -39,7 +39,9 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
+import hashlib
 import io
 import logging
 import pathlib
@@ -47,7 +49,7 @@ import stat
 from typing import TYPE_CHECKING, Any, Final
 
 from validator.config.install import install_hint
-from validator.signing.base import Keys, SignatureRejectedError, Signed, SigningSetupError
+from validator.signing.base import Keys, SignatureRejectedError, Signed, Signer, SigningSetupError
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -102,9 +104,11 @@ def configure(keys: Keys) -> Any:  # noqa: ANN401 - a model_signing.verifying.Co
         raise SigningSetupError(_setup_reason(keys, exc)) from exc
 
 
-def check_inputs(keys: Keys) -> None:
+def check_inputs(keys: Keys) -> str | None:
     """Read the key or certificates given (and the trust configuration) as
-    the library will, at once; raise SigningSetupError with the reason."""
+    the library will, at once; raise SigningSetupError with the reason.
+    Return the public key's fingerprint (``sha256:HEX`` of its DER
+    SubjectPublicKeyInfo), or None without one."""
     try:
         from cryptography import x509  # noqa: PLC0415 - a dependency of the sign extra
         from cryptography.hazmat.primitives import serialization  # noqa: PLC0415 - as above
@@ -123,6 +127,10 @@ def check_inputs(keys: Keys) -> None:
     if key is not None and not isinstance(key, ec.EllipticCurvePublicKey):
         what = f"{type(key).__name__.removeprefix('_')}: not an elliptic-curve key"
         raise SigningSetupError(f"--public-key {keys.public_key}: cannot use it as an EC public key (PEM): {what}")
+    if key is None:
+        return None
+    der = key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    return "sha256:" + hashlib.sha256(der).hexdigest()
 
 
 def _certificates(x509: Any, path: str, text: bytes) -> None:  # noqa: ANN401 - the cryptography.x509 module
@@ -151,14 +159,19 @@ class Verifier:
     method = "oms"
 
     def __init__(self, keys: Keys) -> None:
-        check_inputs(keys)
+        self.fingerprint = check_inputs(keys)
         self.keys = keys
         self._config = configure(keys)
 
     def verify(self, signature: str) -> Signed:
         """Verify one signature file; raise SignatureRejectedError, or
         SigningSetupError when the library is not the version pinned."""
-        return verify(self._config, self.keys, signature)
+        signed = verify(self._config, self.keys, signature)
+        if self.keys.public_key is not None and signed.signer is not None:
+            signed = dataclasses.replace(
+                signed, signer=dataclasses.replace(signed.signer, fingerprint=self.fingerprint)
+            )
+        return signed
 
 
 def _setup_reason(keys: Keys, exc: BaseException) -> str:
@@ -217,7 +230,33 @@ def _manifest(config: Any, keys: Keys, path: pathlib.Path) -> Signed:  # noqa: A
         raise SignatureRejectedError(_first_line(exc)) from exc
     if keys.certificate_chain:
         _valid_now(bundle)
-    return Signed(serialization, resources, name)
+    return Signed(serialization, resources, name, _signer(keys, bundle))
+
+
+def _signer(keys: Keys, bundle: Any) -> Signer:  # noqa: ANN401 - a model_signing Signature
+    """Who signed a bundle that verified: the key (its fingerprint is the
+    Verifier's), or the signing certificate's subject, issuer and sha256."""
+    if keys.public_key is not None:
+        return Signer("key")
+    from cryptography import x509  # noqa: PLC0415 - a dependency of the sign extra
+    from cryptography.hazmat.primitives import hashes  # noqa: PLC0415 - as above
+
+    fingerprint: str | None
+    subject: str | None
+    issuer: str | None
+    try:
+        if keys.certificate_chain:
+            raw = bundle.bundle.verification_material.x509_certificate_chain.certificates[0].raw_bytes
+            cert = x509.load_der_x509_certificate(raw)
+        else:
+            cert = bundle.bundle.signing_certificate
+        fingerprint = "sha256:" + cert.fingerprint(hashes.SHA256()).hex()
+        subject, issuer = cert.subject.rfc4514_string(), cert.issuer.rfc4514_string()
+    except Exception:  # noqa: BLE001 - the bundle verified; a certificate it does not expose only leaves the record shorter
+        fingerprint = subject = issuer = None
+    if keys.certificate_chain:
+        return Signer("certificate", subject, issuer, fingerprint)
+    return Signer("keyless", keys.identity, keys.issuer, fingerprint)
 
 
 def _check_kind(keys: Keys, bundle: Any) -> None:  # noqa: ANN401 - a model_signing Signature

@@ -14,8 +14,21 @@
 #     `.github` and `.gitignore` at the top of the folder (the library's
 #     `ignore_git_paths`, on by default in its API and its CLI), and the
 #     signature's own `ignore_paths` (each a path relative to the folder;
-#     a folder covers everything below it).  By shards, an empty file has no
-#     shard, so the library signs nothing of it and neither side lists it.
+#     a folder covers everything below it), and the user's own ignore paths
+#     (`stcheck scan --ignore-path`, the policy's `ignore_paths`), which
+#     model_signing's verify takes as `ignore_paths` with the same meaning:
+#     the Go client and model_signing before 1.1 left `ignore_paths` out of
+#     what they signed, so a file their signer ignored can only be left out
+#     by the verifier.  compare() counts what was left out (Outcome.ignored).
+#     By shards, an empty file has no shard, so the library signs nothing of
+#     it and neither side lists it.
+#
+# A single-file model (OMS signs a file as well as a folder): model_signing
+# names the one resource "." and the model after the file.  fit() turns the
+# manifest into the terms of what is verified: "." for a file given alone,
+# the file's name (the signature's model name) for a folder that holds it;
+# a folder's signature cannot cover a file given alone, nor a file's
+# signature a folder of other names.
 #
 # Where stcheck differs from `model_signing verify`, on purpose:
 #   - symlinks are followed (the walker's rule, as every loader follows them)
@@ -74,6 +87,16 @@ def _relative(name: str) -> str | None:
     return norm
 
 
+SINGLE_FILE: Final = "."  # model_signing's name for the one resource of a single-file model
+
+
+def relative_path(name: str) -> str | None:
+    """``name`` (a POSIX path, trailing slash allowed) as a plain relative
+    path inside the folder, or None when it is absolute, leads out or names
+    the folder itself."""
+    return _relative(posixpath.normpath(name.rstrip("/") or "."))
+
+
 def _shard_size(value: object) -> int:
     # model_signing 1.1.1 writes the shard size through a protobuf Struct,
     # so it reads back as a float (1000000000.0).
@@ -127,7 +150,7 @@ def to_manifest(signed: Signed) -> Manifest:
             if not sep or not begin.isdigit() or not stop.isdigit() or int(begin) >= int(stop):
                 raise UnsupportedError(f"{name!r} is not a shard name PATH:START:END")
             start, end = int(begin), int(stop)
-        rel = _relative(path)
+        rel = SINGLE_FILE if path == SINGLE_FILE and len(signed.resources) == 1 else _relative(path)
         if rel is None:
             raise UnsupportedError(f"{name!r} is not a relative path inside the folder")
         digests.setdefault(rel, []).append((start, end, digest.lower()))
@@ -140,6 +163,27 @@ def to_manifest(signed: Signed) -> Manifest:
         signed.serialization.get("allow_symlinks") in {True, "true"},
         signed.model_name,
     )
+
+
+def fit(manifest: Manifest, *, single_file: bool) -> Manifest:
+    """The manifest in the terms of what is verified: a single file (its
+    resource named ".") or a folder (a single-file signature's resource
+    named after the file, the signature's model name); raise
+    UnsupportedError when the signature covers the other kind of model."""
+    single = set(manifest.digests) == {SINGLE_FILE}
+    if single_file:
+        if not single:
+            n = len(manifest.digests)
+            msg = f"it signs a folder ({n} file{'s' if n != 1 else ''}), not a single file: give the folder"
+            raise UnsupportedError(msg)
+        return manifest
+    if not single:
+        return manifest
+    name = _relative(manifest.model_name)
+    if name is None or "/" in name:
+        msg = f"it signs a single file, named {manifest.model_name!r}, which is not a file name"
+        raise UnsupportedError(msg)
+    return Manifest(manifest.spec, {name: manifest.digests[SINGLE_FILE]}, (), manifest.allow_symlinks, name)
 
 
 def ignored(rel: str, paths: Iterable[str]) -> bool:
@@ -164,6 +208,8 @@ class Outcome:
 
     findings: list[tuple[str, str, str]] = field(default_factory=list)
     checked: int = 0  # signed files whose digests matched
+    compared: int = 0  # signed files present and compared (matched or not)
+    ignored: list[str] = field(default_factory=list)  # files present and left out: git paths, ignore paths
 
     def add(self, rel: str, slug: str, message: str) -> None:
         self.findings.append((rel, slug, message))
@@ -190,10 +236,18 @@ def _changed(manifest: Manifest, signed: list[tuple[int, int, str]], seen: Seen,
     return f"bytes [{start}, {end}) have {label} {seen.digests[bad[0]]}, but {where} signed {want}{more}"
 
 
-def compare(manifest: Manifest, present: Mapping[str, Seen], *, where: str, signature_rel: str | None) -> Outcome:
+def compare(
+    manifest: Manifest,
+    present: Mapping[str, Seen],
+    *,
+    where: str,
+    signature_rel: str | None,
+    ignore: Iterable[str] = (),
+) -> Outcome:
     """Match the files present (by path relative to the signed folder)
-    against the manifest; ``where`` names the signature in messages, and
-    ``signature_rel`` is its own path in the folder (None when outside)."""
+    against the manifest; ``where`` names the signature in messages,
+    ``signature_rel`` is its own path in the folder (None when outside), and
+    ``ignore`` the user's ignore paths (relative to the folder)."""
     out = Outcome()
     for rel, signed in sorted(manifest.digests.items()):
         seen = present.get(rel)
@@ -206,11 +260,23 @@ def compare(manifest: Manifest, present: Mapping[str, Seen], *, where: str, sign
             out.add(rel, "signed-file-changed", f"the file changed since it was signed: {why}")
         else:
             out.checked += 1
-    skip = (*GIT_PATHS, *manifest.ignore, *([signature_rel] if signature_rel else []))
+        if seen is not None and seen.digests is not None:
+            out.compared += 1
+    _unsigned(manifest, present, out, where=where, skip=(*GIT_PATHS, *manifest.ignore, *ignore), own=signature_rel)
+    return out
+
+
+def _unsigned(
+    manifest: Manifest, present: Mapping[str, Seen], out: Outcome, *, where: str, skip: tuple[str, ...], own: str | None
+) -> None:
+    """Each file present that the manifest does not list: left out (``skip``,
+    counted) or unsigned-file; ``own`` is the signature itself."""
     for rel, seen in sorted(present.items()):
-        if rel in manifest.digests or ignored(rel, skip):
+        if rel in manifest.digests or rel == own:
+            continue
+        if ignored(rel, skip):
+            out.ignored.append(rel)
             continue
         if manifest.by_shards and seen.size == 0:
             continue  # no shard: the library signs nothing of an empty file
         out.add(rel, "unsigned-file", f"{where} does not cover this file (a file added after signing)")
-    return out

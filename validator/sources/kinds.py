@@ -20,7 +20,17 @@
 #     reconstruction, the builtin containers): a classic state dict;
 #   - pickle-file (error), naming what loading it would call: anything
 #     else, including a pickle that cannot be read to its STOP.
-# - custom-code (warning): a `.py` file.
+# - custom-code (warning): a `.py` file, named for what would run it.
+#   transformers' `trust_remote_code=True` runs only the modules a config's
+#   `auto_map` names (`"auto_map": {"AutoModel": "modeling_tiny.TinyModel"}`
+#   runs modeling_tiny.py), and whatever those import.  So the file's folder's
+#   config.json (and tokenizer_config.json, preprocessor_config.json,
+#   processor_config.json, which carry auto_map for their classes) is read,
+#   each at most CONFIG_LIMIT bytes, bad JSON read as no auto_map: a file an
+#   auto_map names says which entry would run it; any other .py keeps the
+#   warning with a milder text (it runs only when a mapped module imports it,
+#   which stcheck does not follow).  An hf:// listing is judged by name:
+#   nothing is fetched, and the text says the configuration was not read.
 #
 # A pickle beside a safetensors copy of the same weights (pytorch_model.bin
 # beside model.safetensors, or beside an index of model-*.safetensors) says
@@ -29,10 +39,11 @@
 # its central directory and the first bytes of each member, all bounded),
 # except the pickle reader's bounded read of a pickle's own streams.
 # Paths are str, handled with os.path as in the rest of the package.
-# ruff: noqa: PTH119, PTH122
+# ruff: noqa: PTH118, PTH119, PTH120, PTH122
 from __future__ import annotations
 
 import ast
+import json
 import os
 import re
 import struct
@@ -41,6 +52,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from validator._check import Checker
+from validator._errors import SourceError
 from validator._rules import Severity
 from validator._sniff import SNIFF_LEN, identify
 from validator._source import RegularFile, os_error, read_exact
@@ -153,6 +165,74 @@ def name_kind(name: str) -> str | None:
     return None
 
 
+# The configurations whose auto_map names code that trust_remote_code runs.
+CODE_CONFIGS: Final = ("config.json", "tokenizer_config.json", "preprocessor_config.json", "processor_config.json")
+CONFIG_LIMIT: Final = 1 << 20  # bytes read of each: a config is a few KiB
+LISTED_CODE: Final = (
+    "custom code, judged by its name (config.json was not read): "
+    "`trust_remote_code=True` runs it if a config's auto_map names it"
+)
+
+
+def _auto_map_entries(doc: object) -> Iterable[tuple[str, str]]:
+    """(class, ``module.Name``) of each auto_map entry of a parsed config;
+    a tokenizer's entry is a list of one or two references."""
+    auto_map = doc.get("auto_map") if isinstance(doc, dict) else None
+    if not isinstance(auto_map, dict):
+        return
+    for auto, ref in auto_map.items():
+        for one in ref if isinstance(ref, list) else [ref]:
+            if isinstance(one, str) and isinstance(auto, str):
+                yield auto, one
+
+
+def _read_config(path: str) -> object:
+    """A config's JSON, or None when it is absent, larger than CONFIG_LIMIT, unreadable or not JSON."""
+    try:
+        with RegularFile(path) as (fd, st):
+            if st.st_size > CONFIG_LIMIT:
+                return None
+            raw = read_exact(fd, 0, st.st_size)
+        return json.loads(raw)
+    except (OSError, SourceError, ValueError, RecursionError):
+        return None
+
+
+def auto_mapped(folder: str) -> dict[str, list[str]] | None:
+    """``{module file name: ["config.json auto_map AutoModel: modeling_tiny.TinyModel", ...]}``
+    from the configurations of ``folder``; None when it holds none of CODE_CONFIGS."""
+    found: dict[str, list[str]] = {}
+    read = False
+    for name in CODE_CONFIGS:
+        path = os.path.join(folder, name)
+        if not os.path.lexists(path):
+            continue
+        read = True
+        for auto, ref in _auto_map_entries(_read_config(path)):
+            module, dot, _cls = ref.rpartition(".")
+            if not dot or "--" in module:  # "org/repo--module.Class": code from another repository
+                continue
+            found.setdefault(module.replace(".", "/") + ".py", []).append(f"{name} auto_map {auto}: {ref}")
+    return found if read else None
+
+
+def custom_code_message(name: str, mapped: dict[str, list[str]] | None) -> str:
+    """ST702's text for the Python file ``name`` (relative to its config's folder)."""
+    if mapped is None:
+        return (
+            "a Python file, and no config.json here names code to run: "
+            "`trust_remote_code=True` runs only what a config's auto_map names"
+        )
+    entries = mapped.get(name)
+    if entries:
+        more = f" and {len(entries) - 1} more" if len(entries) > 1 else ""
+        return f"custom code: {entries[0]}{more}: `trust_remote_code=True` would run it"
+    return (
+        "a Python file that no auto_map names (config.json read): "
+        "`trust_remote_code=True` runs it only if a module an auto_map names imports it"
+    )
+
+
 def listed_kind(name: str) -> tuple[str, str | None]:
     """(kind, warning or None) of a file known by its name alone, as in a
     repository listing: nothing of it is read, so a .bin file is only
@@ -163,7 +243,7 @@ def listed_kind(name: str) -> tuple[str, str | None]:
     if low.endswith(".bin"):
         return "pickle or raw weights", "a .bin file (a pickle when torch.save wrote it): loading it can run code"
     kind = name_kind(low) or "other"
-    return kind, "custom code: `trust_remote_code=True` would run it" if kind == "Python" else None
+    return kind, LISTED_CODE if kind == "Python" else None
 
 
 def safetensors_copy(name: str, siblings: Collection[str]) -> str | None:
@@ -277,7 +357,7 @@ def classify(path: str, siblings: Collection[str]) -> Other:
         return Other(path, "pickle", st.st_size, tuple(out.findings), pickle_json(verdict))
     kind = name_kind(name)
     if kind == "Python":
-        out.add("custom-code", "custom code: `trust_remote_code=True` would run it", None)
+        out.add("custom-code", custom_code_message(name, auto_mapped(os.path.dirname(path) or ".")), None)
     if kind is None:
         kind = "empty" if st.st_size == 0 else _BY_CONTENT.get(slug or "", "other")
     if kind in {"HDF5", "ONNX"}:
