@@ -15,14 +15,15 @@
 # Before the campaign the seeds are replayed the same way: a seed that
 # crashes or hangs the binary is a finding at once and stays out of
 # afl-fuzz's input folder (afl-fuzz refuses to start on a crashing seed).
-# Progress comes from AFL++'s plot_data (written every 5 s; fuzzer_stats
-# only every minute and at the end), the final figures from fuzzer_stats:
+# Progress comes from AFL++'s folders (fuzzer_stats is rewritten only once
+# a minute and at the end), the final figures from fuzzer_stats:
 # execs_done, execs_per_sec, edges_found and bitmap_cvg, the coverage of
 # the loader itself.
-# ruff: noqa: PTH103, PTH110, PTH112, PTH118, PTH123, PTH208
+# ruff: noqa: PTH100, PTH103, PTH112, PTH113, PTH118, PTH120, PTH123, PTH206, PTH208
 # Paths: os.path and open(), like the rest of the package.
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import os
@@ -74,6 +75,7 @@ class AflConfig:
     timeout_s: float = 10.0  # per input, for afl-fuzz (-t) and for the judge's replay
     interval_s: float = 10.0
     custom_mutator: bool = True
+    cmplog: str | None = None  # the loader built with AFL_LLVM_CMPLOG=1 (afl-fuzz -c)
     reject_exit: int = 1
     reject_names: tuple[str, ...] = ()
     env: Mapping[str, str] = dataclasses.field(default_factory=dict)
@@ -109,20 +111,6 @@ def read_stats(path: str) -> dict[str, str]:
     return stats
 
 
-def _plot_row(path: str) -> dict[str, str]:
-    """The last row of AFL++'s plot_data, by its header's column names."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return {}
-    if len(lines) < 2 or not lines[0].startswith("#"):
-        return {}
-    names = [n.strip() for n in lines[0].lstrip("#").split(",")]
-    values = [v.strip() for v in lines[-1].split(",")]
-    return dict(zip(names, values, strict=False))
-
-
 def _int(value: str | None) -> int:
     try:
         return int(float(value or "0"))
@@ -141,7 +129,8 @@ class _Judge:
             reject_exit=config.reject_exit,
             reject_names=config.reject_names,
         )
-        self.seen: set[str] = set()
+        self.seen: set[str] = set()  # AFL++'s files already looked at
+        self.digests: set[bytes] = set()  # inputs already judged (a seed is also a queue entry)
         self.judged = 0
 
     def where(self, category: str) -> str:
@@ -149,6 +138,10 @@ class _Judge:
 
     def judge(self, data: bytes, afl_kind: str = "") -> list[tuple[str, str]]:
         """Classify one input and record its problems; ``afl_kind`` is 'crash' or 'hang' for AFL++'s own."""
+        digest = hashlib.sha1(data, usedforsecurity=False).digest()
+        if digest in self.digests and not afl_kind:
+            return []
+        self.digests.add(digest)
         self.judged += 1
         found = _fuzz_yours.classify(self.loader, data, self.where)
         if afl_kind and not any(c.startswith(("crash:", "hang")) for c, _ in found):
@@ -188,8 +181,11 @@ def _prepare_seeds(config: AflConfig, judge: _Judge, folder: str) -> int:
         files[hashlib.sha1(data, usedforsecurity=False).hexdigest()[:16]] = data
     kept = 0
     for name, data in files.items():
-        found = judge.judge(data)
-        if any(c.startswith(("crash:", "hang")) for c, _ in found):
+        # Only the binary's verdict here (one process each); the oracle
+        # judges the seeds when they come back as queue entries, and judges
+        # a crashing or hanging one now.
+        if judge.loader.run(data).crashed:
+            judge.judge(data)
             continue
         with open(os.path.join(folder, name), "wb") as f:
             f.write(data)
@@ -234,15 +230,74 @@ def _abort_reason(log_path: str) -> str:
     return "afl-fuzz: " + (lines[-1] if lines else "stopped without output")
 
 
-def _progress(config: AflConfig, start: float, plot: dict[str, str], judge: _Judge) -> str:
+def _count(folder: str) -> int:
+    try:
+        return sum(1 for name in os.listdir(folder) if name not in _SIDE)
+    except OSError:
+        return 0
+
+
+def _progress(config: AflConfig, start: float, node: str, judge: _Judge) -> str:
+    """One progress line.  afl-fuzz rewrites fuzzer_stats only once a minute
+    (and plot_data not at all without its screen), so the counts come from
+    its folders, and executions from the last stats it wrote."""
     elapsed = time.monotonic() - start
-    execs = _int(plot.get("total_execs"))
+    stats = read_stats(os.path.join(node, "fuzzer_stats"))
     return (
-        f"[loader-under-test/{ENGINE}] {elapsed:5.0f}s  execs {execs}  ({plot.get('execs_per_sec', '0')}/s)  "
-        f"edges {plot.get('edges_found', '0')}  corpus {plot.get('corpus_count', '0')}  "
-        f"crashes {plot.get('saved_crashes', '0')}  hangs {plot.get('saved_hangs', '0')}  "
-        f"judged {judge.judged}  findings {_fuzz_yours.count_findings(config.out_dir)}"
+        f"[loader-under-test/{ENGINE}] {elapsed:5.0f}s  execs {stats.get('execs_done', '-')}  "
+        f"({stats.get('execs_per_sec', '-')}/s)  edges {stats.get('edges_found', '-')}  "
+        f"corpus {_count(os.path.join(node, 'queue'))}  crashes {_count(os.path.join(node, 'crashes'))}  "
+        f"hangs {_count(os.path.join(node, 'hangs'))}  judged {judge.judged}  "
+        f"findings {_fuzz_yours.count_findings(config.out_dir)}"
     )
+
+
+def _sweep_all(judge: _Judge, node: str) -> None:
+    for folder, kind in (("crashes", "crash"), ("hangs", "hang"), ("queue", "")):
+        judge.sweep(os.path.join(node, folder), kind)
+
+
+def _watch(
+    argv: list[str],
+    config: AflConfig,
+    *,
+    judge: _Judge,
+    node: str,
+    log_path: str,
+    start: float,
+    out: Callable[[str], None],
+) -> None:
+    """Run afl-fuzz to its end (or the deadline), judging its new files as they come."""
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(  # noqa: S603 - afl-fuzz over the user's own binary
+            argv, stdout=log, stderr=subprocess.STDOUT, env=_env(config), start_new_session=True
+        )
+        try:
+            last = time.monotonic()
+            deadline = start + config.seconds + config.grace_s
+            while proc.poll() is None:
+                time.sleep(0.5)
+                if time.monotonic() - last >= config.interval_s:
+                    last = time.monotonic()
+                    _sweep_all(judge, node)
+                    out(_progress(config, start, node, judge))
+                if time.monotonic() > deadline:
+                    _stop(proc, signal.SIGINT)  # afl-fuzz writes its stats on SIGINT
+        finally:
+            _stop(proc, signal.SIGKILL)
+
+
+def _stop(proc: subprocess.Popen[bytes], sig: int) -> None:
+    if proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, sig)
+    try:
+        proc.wait(timeout=_STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def run(config: AflConfig, out: Callable[[str], None] = print) -> Summary:
@@ -283,48 +338,18 @@ def run(config: AflConfig, out: Callable[[str], None] = print) -> Summary:
         str(max(1, int(config.timeout_s * 1000))),
         "-V",
         str(seconds),
+        *(["-c", config.cmplog] if config.cmplog else []),
         "--",
         *afl_argv(config.command),
     ]
     log_path = os.path.join(base, "afl-fuzz.log")
     node = os.path.join(afl_out, "default")
-    plot: dict[str, str] = {}
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(  # noqa: S603 - afl-fuzz over the user's own binary
-            argv, stdout=log, stderr=subprocess.STDOUT, env=_env(config), start_new_session=True
-        )
-        try:
-            last = time.monotonic()
-            deadline = start + config.seconds + config.grace_s
-            while proc.poll() is None:
-                time.sleep(0.5)
-                if time.monotonic() - last >= config.interval_s:
-                    last = time.monotonic()
-                    plot = _plot_row(os.path.join(node, "plot_data")) or plot
-                    for folder, kind in (("crashes", "crash"), ("hangs", "hang"), ("queue", "")):
-                        judge.sweep(os.path.join(node, folder), kind)
-                    out(_progress(config, start, plot, judge))
-                if time.monotonic() > deadline:
-                    os.killpg(proc.pid, signal.SIGINT)  # afl-fuzz writes its stats on SIGINT
-                    try:
-                        proc.wait(timeout=_STOP_GRACE_S)
-                    except subprocess.TimeoutExpired:
-                        os.killpg(proc.pid, signal.SIGKILL)
-                        proc.wait()
-        except BaseException:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-            raise
+    _watch(argv, config, judge=judge, node=node, log_path=log_path, start=start, out=out)
     stats = read_stats(os.path.join(node, "fuzzer_stats"))
     if not stats:
         raise AflError(_abort_reason(log_path))
-    for folder, kind in (("crashes", "crash"), ("hangs", "hang"), ("queue", "")):
-        judge.sweep(os.path.join(node, folder), kind)
-    plot = _plot_row(os.path.join(node, "plot_data")) or plot
-    plot.update({"total_execs": stats.get("execs_done", "0"), "execs_per_sec": stats.get("execs_per_sec", "0")})
-    plot["edges_found"] = stats.get("edges_found", plot.get("edges_found", "0"))
-    out(_progress(config, start, plot, judge))
+    _sweep_all(judge, node)
+    out(_progress(config, start, node, judge))
     summary = Summary(
         target="loader-under-test",
         seconds=time.monotonic() - start,

@@ -41,8 +41,8 @@ from typing import TYPE_CHECKING, Any, Final
 from validator._display import escape_line
 from validator._rules import Profile
 from validator._validate import validate
-from validator.fuzz.targets import numpy_representable, reference_load, tensor_bytes, tie_classes
 from validator.fuzz import persistent as _persistent
+from validator.fuzz.targets import numpy_representable, reference_load, tensor_bytes, tie_classes
 from validator.harness import command as _command
 from validator.harness.rejection import REJECT_EXIT, is_rejection, judge_exit
 

@@ -21,7 +21,7 @@
 #     line; inside a campaign the input is recorded as `crash:protocol`.
 # The harness's stderr goes to a file of its own (append mode, cut back when
 # it grows), read only when the harness dies.
-# ruff: noqa: PTH118, PTH123
+# ruff: noqa: PTH108, PTH123
 # Paths: os.path and open(), like the rest of the package.
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ import struct
 import subprocess
 import tempfile
 import time
-from typing import IO, TYPE_CHECKING, Final, Literal
+from typing import IO, TYPE_CHECKING, Final, Literal, Self
 
 from validator._display import escape_line
 from validator.harness.rejection import judge_exit
@@ -84,7 +84,7 @@ def parse_answer(line: bytes) -> Answer:
     if word == "crash" and rest.strip():
         kind, _, detail = rest.strip().partition(" ")
         return Answer("crash", escape_line(detail.strip() or kind), kind=escape_line(kind))
-    shown = escape_line(text[:80]) + ("..." if len(text) > 80 else "")  # noqa: PLR2004 - a short quote
+    shown = escape_line(text[:80]) + ("..." if len(text) > 80 else "")
     msg = f"the harness answered {shown!r}; the protocol allows 'accept', 'reject <reason>' or 'crash <kind> <detail>'"
     raise ProtocolError(msg)
 
@@ -157,7 +157,7 @@ class Session:
             self._err.close()
             self._err = None
 
-    def __enter__(self) -> Session:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *_exc: object) -> None:
