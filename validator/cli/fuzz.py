@@ -35,6 +35,10 @@ if TYPE_CHECKING:
     from validator.fuzz.supervisor import Summary
 
 _OWN_TARGETS = tuple(t for t in ALL_TARGETS if t != LOADER_UNDER_TEST)
+EXPORT = "export"
+ATHERIS = "atheris"
+AFLPP = "aflpp"
+_PROBE_SEEDS = 3  # seeds a --persistent harness answers before a campaign starts
 
 
 def _install_hint() -> str:
@@ -67,8 +71,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         ),
     )
     p.add_argument(
-        "target", choices=[*ALL_TARGETS, "all"], metavar="TARGET", help=f"one of {', '.join(ALL_TARGETS)}, all"
+        "target",
+        choices=[*ALL_TARGETS, "all", EXPORT],
+        metavar="TARGET",
+        help=f"one of {', '.join(ALL_TARGETS)}, all; or 'export DIR' (seeds, dictionary, engine command lines)",
     )
+    p.add_argument("directory", nargs="?", metavar="DIR", help="export: the folder to write")
     p.add_argument("--seconds", type=float, default=60.0, help="campaign length (default 60)")
     p.add_argument("--jobs", type=int, default=1, help="parallel engine processes (default 1)")
     p.add_argument(
@@ -109,6 +117,29 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="'CMD {path}'",
         help="a command run once per input: exit 0 accepts, exit 1 (or --reject-exit) rejects; an uncaught "
         "exception (a Python traceback is judged by its class), a signal or any other exit is a crash",
+    )
+    loader.add_argument(
+        "--persistent",
+        action="store_true",
+        help="--loader-cmd is a harness serving many inputs over the frame protocol of fuzz/README.md "
+        "(a u32 little-endian length and the bytes in; 'accept' or 'reject <reason>' out); --timeout per input",
+    )
+    loader.add_argument(
+        "--engine",
+        choices=[ATHERIS, AFLPP],
+        default=ATHERIS,
+        help="atheris (libFuzzer, steered by stcheck's coverage; default) or aflpp (AFL++ over a binary built "
+        "with afl-cc, steered by the loader's own coverage: --loader-cmd 'BIN @@')",
+    )
+    loader.add_argument(
+        "--cmplog",
+        metavar="BIN",
+        help="--engine aflpp: the same loader built with AFL_LLVM_CMPLOG=1 (afl-fuzz -c), to solve compares",
+    )
+    loader.add_argument(
+        "--no-custom-mutator",
+        action="store_true",
+        help="--engine aflpp: AFL++'s own mutations and the dictionary only, not stcheck's Python mutator",
     )
     loader.add_argument(
         "--loader-input", choices=["path", "bytes"], default="path", help="what the callable is given (default path)"
@@ -163,6 +194,45 @@ def _check_loader(args: argparse.Namespace, env: dict[str, str]) -> str | None:
     return None
 
 
+def _native_problem(args: argparse.Namespace) -> str | None:
+    """Why --loader-cmd, --persistent and --engine do not fit together, or None."""
+    from validator.fuzz.aflpp import INSTALL_HINT, afl_fuzz
+
+    if args.engine == AFLPP:
+        if not args.loader_cmd or args.persistent:
+            return "--engine aflpp fuzzes a binary: give --loader-cmd 'BIN @@' (built with afl-cc), not --persistent"
+        if afl_fuzz() is None:
+            return f"--engine aflpp: afl-fuzz is not on PATH; {INSTALL_HINT}"
+        if "{path}" not in args.loader_cmd and "@@" not in shlex.split(args.loader_cmd):
+            return "--engine aflpp: --loader-cmd must name the input as @@ (or {path})"
+        if args.cmplog and not os.path.isfile(args.cmplog):
+            return f"--cmplog {escape_path(args.cmplog)}: no such file"
+        return None
+    if args.cmplog or args.no_custom_mutator:
+        return "--cmplog and --no-custom-mutator go with --engine aflpp"
+    if args.persistent:
+        return None if args.loader_cmd else "--persistent goes with --loader-cmd 'HARNESS ARGS'"
+    if args.loader_cmd and "{path}" not in args.loader_cmd:
+        return "--loader-cmd must contain {path}"
+    return None
+
+
+def _probe_persistent(args: argparse.Namespace) -> str | None:
+    """Why the --persistent harness cannot serve a campaign: it must answer a few seeds by the protocol."""
+    from validator.fuzz.persistent import ProtocolError, Session
+    from validator.fuzz.seeds import seed_files
+
+    with Session(shlex.split(args.loader_cmd), float(args.timeout)) as session:
+        for name, data in list(seed_files().items())[:_PROBE_SEEDS]:
+            try:
+                answer = session.ask(data)
+            except ProtocolError as exc:
+                return f"--persistent: on the seed {name}: {exc}"
+            if answer.verdict == "hang":
+                return f"--persistent: the harness gave no answer to the seed {name} within --timeout {args.timeout}s"
+    return None
+
+
 def _stale_out(args: argparse.Namespace) -> str | None:
     """Why --out cannot take this run's findings, or None (after --overwrite clears it)."""
     from validator.fuzz.loader_under_test import read_findings
@@ -182,7 +252,7 @@ def _stale_out(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _loader_env(args: argparse.Namespace) -> dict[str, str] | None:
+def _loader_env(args: argparse.Namespace) -> dict[str, str] | None:  # noqa: C901 - one branch per option that shapes the environment
     if args.target != LOADER_UNDER_TEST:
         return {}
     if bool(args.loader) == bool(args.loader_cmd):
@@ -192,8 +262,9 @@ def _loader_env(args: argparse.Namespace) -> dict[str, str] | None:
             file=sys.stderr,
         )
         return None
-    if args.loader_cmd and "{path}" not in args.loader_cmd:
-        print("stcheck fuzz: --loader-cmd must contain {path}", file=sys.stderr)
+    problem = _native_problem(args)
+    if problem is not None:
+        print(f"stcheck fuzz: {problem}", file=sys.stderr)
         return None
     for spec in args.reject_exception:
         module, _, name = spec.partition(":")
@@ -213,8 +284,16 @@ def _loader_env(args: argparse.Namespace) -> dict[str, str] | None:
         env["STCHECK_FUZZ_LOADER_OUT"] = os.path.abspath(args.out)
     if args.loader:
         env["STCHECK_FUZZ_LOADER"] = args.loader
+    elif args.engine == AFLPP:
+        from validator.fuzz.aflpp import judge_command
+
+        env["STCHECK_FUZZ_LOADER_CMD"] = judge_command(args.loader_cmd)  # replays: one process per input
+        env["STCHECK_FUZZ_LOADER_TIMEOUT"] = str(args.timeout)
     else:
         env["STCHECK_FUZZ_LOADER_CMD"] = args.loader_cmd
+        if args.persistent:
+            env["STCHECK_FUZZ_LOADER_PERSISTENT"] = "1"
+            env["STCHECK_FUZZ_LOADER_TIMEOUT"] = str(args.timeout)
     problem = _check_loader(args, env) or (None if args.replay or args.fresh_out else _stale_out(args))
     if problem is not None:
         print(f"stcheck fuzz: {problem}", file=sys.stderr)
@@ -292,6 +371,10 @@ def _print_loader_report(out_dir: str, args: argparse.Namespace) -> int:
             print(f"      {escape_line(detail[:400])}")
             print(f"      {escape_path(_shown(path))} ({entry['size']} bytes)")
     flag = f"--loader {shlex.quote(args.loader)}" if args.loader else f"--loader-cmd {shlex.quote(args.loader_cmd)}"
+    if args.engine == AFLPP:
+        flag = f"--engine {AFLPP} {flag}"
+    elif args.persistent:
+        flag = f"--persistent {flag}"
     print(f"replay them, with your loader's traceback: stcheck fuzz loader-under-test {flag} --replay {shown}")
     return EXIT_INVALID
 
@@ -315,7 +398,11 @@ def _replay_loader(args: argparse.Namespace, env: dict[str, str]) -> int:
         with open(path, "rb") as f:
             data = f.read()
         shown = escape_path(_shown(path))
-        found, outcome = _fuzz_yours.examine(loader, data, functools.partial(_same, shown))
+        try:
+            found, outcome = _fuzz_yours.examine(loader, data, functools.partial(_same, shown))
+        finally:
+            if path == paths[-1]:
+                loader.close()
         problems += bool(found)
         for category, detail in found or [("ok", "the loader agrees with safetensors 0.8.0")]:
             print(f"{shown}: {category}: {detail}")
@@ -348,7 +435,54 @@ def _has_strategies() -> bool:
     return hasattr(strategies, "valid_files")
 
 
-def run(args: argparse.Namespace) -> int:  # noqa: C901 - one branch per target kind and exit code
+def _export(args: argparse.Namespace) -> int:
+    from validator.fuzz.export import export
+
+    if not args.directory:
+        print("stcheck fuzz: export needs a folder: stcheck fuzz export DIR", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        written = export(args.directory)
+    except OSError as exc:
+        print(f"stcheck fuzz: export: {escape_line(str(exc))}", file=sys.stderr)
+        return EXIT_ERROR
+    print(f"wrote {len(written)} files to {escape_path(args.directory)} (seeds/, safetensors.dict, README.md)")
+    return EXIT_OK
+
+
+def _run_aflpp(args: argparse.Namespace, env: dict[str, str]) -> int:
+    from validator.fuzz.aflpp import AflConfig, AflError
+    from validator.fuzz.aflpp import run as run_afl
+
+    config = AflConfig(
+        command=args.loader_cmd,
+        seconds=args.seconds,
+        workdir=args.workdir or _cache_dir("fuzz"),
+        out_dir=env["STCHECK_FUZZ_LOADER_OUT"],
+        seed_dirs=tuple(args.seeds) or _default_seeds(),
+        timeout_s=float(args.timeout),
+        interval_s=args.interval,
+        custom_mutator=not args.no_custom_mutator,
+        cmplog=os.path.abspath(args.cmplog) if args.cmplog else None,
+        reject_exit=args.reject_exit,
+        reject_names=tuple(args.reject_exception),
+    )
+    print(f"[{LOADER_UNDER_TEST}] reproducers go to {escape_path(_shown(args.out))}", flush=True)
+    try:
+        summary = run_afl(config, out=lambda s: print(s, flush=True))
+    except AflError as exc:
+        print(f"stcheck fuzz: {escape_line(str(exc))}", file=sys.stderr)
+        return EXIT_ERROR
+    _print_summary(summary)
+    return _print_loader_report(env["STCHECK_FUZZ_LOADER_OUT"], args)
+
+
+def run(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one branch per target kind and exit code
+    if args.target == EXPORT:
+        return _export(args)
+    if args.directory:
+        print(f"stcheck fuzz: only 'export' takes a folder ({escape_line(args.directory)})", file=sys.stderr)
+        return EXIT_ERROR
     env = _loader_env(args)
     if env is None:
         return EXIT_ERROR
@@ -356,6 +490,13 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901 - one branch per target 
         if args.target == LOADER_UNDER_TEST:
             return _replay_loader(args, env)
         return _replay(args)
+    if args.engine == AFLPP:
+        return _run_aflpp(args, env)
+    if args.persistent:
+        problem = _probe_persistent(args)
+        if problem is not None:
+            print(f"stcheck fuzz: {problem}", file=sys.stderr)
+            return EXIT_ERROR
     from validator.fuzz.supervisor import Config, atheris_available
     from validator.fuzz.supervisor import run as run_campaign
 
@@ -382,7 +523,8 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901 - one branch per target 
             workdir=args.workdir or _cache_dir("fuzz"),
             regressions=args.regressions,
             seed_dirs=seeds,
-            timeout_s=args.timeout,
+            # A persistent harness has --timeout per input; the engine's own limit must not come first.
+            timeout_s=args.timeout * 2 + 5 if args.persistent else args.timeout,
             rss_limit_mb=args.rss_limit_mb,
             max_len=args.max_len,
             max_findings=args.max_findings,

@@ -18,7 +18,10 @@
 # with --reject-exception are rejections; KeyError, IndexError, TypeError,
 # struct.error, RecursionError and every other exception are crashes.  A
 # command runs through validator/harness/command.py (bounded output, its own
-# process group, killed at the timeout).
+# process group, killed at the timeout).  A --persistent command is one
+# harness process that serves many inputs over the frame protocol of
+# validator/fuzz/persistent.py; a harness that dies is a crash, one that
+# does not answer in time a hang, and the next input starts a new one.
 # ruff: noqa: PTH103, PTH105, PTH109, PTH112, PTH118, PTH123, PTH202, PTH208
 # Paths: os.path and open(), like the rest of the package.
 from __future__ import annotations
@@ -38,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Final
 from validator._display import escape_line
 from validator._rules import Profile
 from validator._validate import validate
+from validator.fuzz import persistent as _persistent
 from validator.fuzz.targets import numpy_representable, reference_load, tensor_bytes, tie_classes
 from validator.harness import command as _command
 from validator.harness.rejection import REJECT_EXIT, is_rejection, judge_exit
@@ -53,6 +57,8 @@ ENV_INPUT: Final = "STCHECK_FUZZ_LOADER_INPUT"
 ENV_OUT: Final = "STCHECK_FUZZ_LOADER_OUT"
 ENV_REJECT: Final = "STCHECK_FUZZ_LOADER_REJECT"
 ENV_REJECT_EXIT: Final = "STCHECK_FUZZ_LOADER_REJECT_EXIT"
+ENV_PERSISTENT: Final = "STCHECK_FUZZ_LOADER_PERSISTENT"
+ENV_TIMEOUT: Final = "STCHECK_FUZZ_LOADER_TIMEOUT"
 CMD_TIMEOUT_S: Final = 5.0  # below the engine's default -timeout of 10 s
 _TRACE_LINES: Final = (20, 60)  # a long traceback keeps its first and last lines
 
@@ -92,8 +98,12 @@ class LoaderUnderTest:
     timeout_s: float = CMD_TIMEOUT_S
     reject_exit: int = REJECT_EXIT  # a command's exit code for "rejected"
     reject_names: tuple[str, ...] = ()  # MODULE:NAME rejection types, matched in a command's traceback
+    persistent: bool = False  # the command is a harness serving the frame protocol
+    _session: _persistent.Session | None = dataclasses.field(default=None, repr=False)
 
     def run(self, data: bytes) -> Outcome:
+        if self.persistent:
+            return self._ask(data)
         with tempfile.TemporaryDirectory(prefix="stcheck-loader-") as tmp:
             path = os.path.join(tmp, "input.safetensors")
             if self.command is not None or not self.pass_bytes:
@@ -118,6 +128,29 @@ class LoaderUnderTest:
         if verdict.outcome == "crash":
             return Outcome(accepted=False, crashed=True, detail=verdict.detail, kind=verdict.kind, trace=trace)
         return Outcome(accepted=verdict.outcome == "accepted", detail=verdict.detail, trace=trace)
+
+    def session(self) -> _persistent.Session:
+        """The persistent harness (started at its first input)."""
+        if self._session is None:
+            assert self.command is not None
+            self._session = _persistent.Session(shlex.split(self.command), self.timeout_s)
+        return self._session
+
+    def close(self) -> None:
+        """End a persistent harness; nothing to do for the other kinds."""
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+
+    def _ask(self, data: bytes) -> Outcome:
+        """One input through the persistent harness."""
+        try:
+            answer = self.session().ask(data)
+        except _persistent.ProtocolError as exc:
+            return Outcome(accepted=False, crashed=True, detail=str(exc), kind="protocol")
+        if answer.verdict in ("crash", "hang"):
+            return Outcome(accepted=False, crashed=True, detail=answer.detail, kind=answer.kind, trace=answer.trace)
+        return Outcome(accepted=answer.verdict == "accept", detail=answer.detail)
 
     def _call(self, arg: object) -> Outcome:
         assert self.function is not None
@@ -169,7 +202,14 @@ def from_env(environ: Mapping[str, str] | None = None) -> LoaderUnderTest:
         # A command's rejection types are matched by name in its traceback;
         # nothing of the user's is imported here.
         reject_exit = int(env.get(ENV_REJECT_EXIT) or REJECT_EXIT)
-        return LoaderUnderTest(command=env[ENV_LOADER_CMD], reject_exit=reject_exit, reject_names=names)
+        timeout_s = float(env.get(ENV_TIMEOUT) or CMD_TIMEOUT_S)
+        return LoaderUnderTest(
+            command=env[ENV_LOADER_CMD],
+            reject_exit=reject_exit,
+            reject_names=names,
+            persistent=env.get(ENV_PERSISTENT) == "1",
+            timeout_s=timeout_s,
+        )
     spec = env.get(ENV_LOADER)
     if not spec:
         msg = f"set {ENV_LOADER}=module:function or {ENV_LOADER_CMD}='cmd {{path}}'"
