@@ -21,7 +21,7 @@ import tempfile
 import time
 from typing import TYPE_CHECKING
 
-from validator._display import escape_line, escape_path
+from validator._display import escape_line, escape_path, plural
 from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
 from validator.config.install import install_hint
 from validator.config.settings import environment
@@ -446,7 +446,8 @@ def _export(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"stcheck fuzz: export: {escape_line(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
-    print(f"wrote {len(written)} files to {escape_path(args.directory)} (seeds/, safetensors.dict, README.md)")
+    where = escape_path(args.directory)
+    print(f"wrote {plural(len(written), 'file')} to {where} (seeds/, safetensors.dict, README.md)")
     return EXIT_OK
 
 
