@@ -6,14 +6,13 @@
 # parser safetensors 0.8.0 itself.
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
 import validator
+from tests._scripts import load_script
 from validator._rules import RULES, Profile
 
 CORPUS = Path(__file__).resolve().parent.parent / "corpus"
@@ -24,13 +23,7 @@ BY_NAME = {e["file"]: e for e in ENTRIES}
 
 
 def _generate_module():
-    spec = importlib.util.spec_from_file_location("stcheck_corpus_generate", CORPUS / "generate.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(CORPUS / "generate.py", "stcheck_corpus_generate")
 
 
 def test_regenerating_gives_byte_identical_files(tmp_path):

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import _pickle
 import collections
-import importlib.util
 import io
 import json
 import os
 import pickle
 import struct
-import sys
 import time
 import zipfile
 from pathlib import Path
@@ -25,6 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests._scripts import load_script
 from validator.pickles import PickleVerdict, _allow, _ops, read_pickle_bytes, read_pickle_file, sniff_pickle
 
 CORPUS = Path(__file__).resolve().parent.parent / "corpus" / "pickles"
@@ -33,13 +32,7 @@ TORCH_PHRASE = "holds only tensors: loads with torch.load(weights_only=True) (th
 
 
 def _generate_module():
-    spec = importlib.util.spec_from_file_location("stcheck_pickle_corpus_generate", CORPUS / "generate.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(CORPUS / "generate.py", "stcheck_pickle_corpus_generate")
 
 
 # -- the corpus ----------------------------------------------------------------------
