@@ -11,14 +11,16 @@
  *                         validator/harness/rejection.py (0 accept, 1
  *                         reject, a signal is a crash).  Built with afl-cc
  *                         this is AFL++'s persistent mode: __AFL_LOOP runs
- *                         the loader on the file afl-fuzz rewrites, up to
- *                         10000 inputs per process; a rejection returns
+ *                         the loader up to 10000 inputs per process; the
+ *                         input comes in AFL++'s shared memory (no file is
+ *                         written per execution) and the loader reads it
+ *                         from a memory file; a rejection returns
  *                         normally, so only a real crash is one to AFL++.
  *   harness --persistent  the frame protocol of fuzz/README.md on
  *                         stdin/stdout: each frame is a u32 little-endian
  *                         length and that many bytes; each answer is one
  *                         line, "accept" or "reject <reason>".  The loader
- *                         reads the frame from a private temporary file.
+ *                         reads the frame from a private memory file.
  *                         Its own writes to stdout go to stderr, so that
  *                         they cannot break the protocol.
  *
@@ -29,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define STCHECK_HARNESS 1
@@ -59,14 +62,30 @@ static void answer_reject(FILE *out, const char *reason) {
     fputc('\n', out);
 }
 
+/* A file for the loader to open by path, in memory where the OS allows it:
+ * a write and a read of a file on disk cost 15 times the naive loader's
+ * whole run (224 against 13 microseconds per input on ext4 here).  Linux: a
+ * memfd, opened again through /proc/self/fd; elsewhere a temporary file in
+ * TMPDIR.  The path is removed (memfd: never named) by the caller. */
+static int memory_file(char *path, size_t size) {
+#ifdef __linux__
+    int fd = memfd_create("stcheck-input", MFD_CLOEXEC);
+    if (fd >= 0) {
+        snprintf(path, size, "/proc/self/fd/%d", fd);
+        return fd;
+    }
+#endif
+    const char *dir = getenv("TMPDIR");
+    snprintf(path, size, "%s/stcheck-harness-XXXXXX", dir != NULL && *dir != '\0' ? dir : "/tmp");
+    return mkstemp(path);
+}
+
 static int serve(void) {
     int proto = dup(STDOUT_FILENO); /* the protocol's stdout ...          */
     dup2(STDERR_FILENO, STDOUT_FILENO); /* ... and the loader's, to stderr */
     FILE *out = fdopen(proto, "w");
-    const char *dir = getenv("TMPDIR");
     char path[4096];
-    snprintf(path, sizeof path, "%s/stcheck-harness-XXXXXX", dir != NULL && *dir != '\0' ? dir : "/tmp");
-    int fd = mkstemp(path);
+    int fd = memory_file(path, sizeof path);
     if (out == NULL || fd < 0) {
         perror("loader_harness");
         return 2;
@@ -107,10 +126,14 @@ static int serve(void) {
         }
         fflush(out);
     }
-    unlink(path);
+    if (strncmp(path, "/proc/self/fd/", 14) != 0) unlink(path);
     free(buf);
     return 0;
 }
+
+#ifdef __AFL_FUZZ_TESTCASE_LEN
+__AFL_FUZZ_INIT();
+#endif
 
 int main(int argc, char **argv) {
     if (argc == 2 && strcmp(argv[1], "--persistent") == 0) return serve();
@@ -120,9 +143,26 @@ int main(int argc, char **argv) {
     }
     int verdict = 1;
     const char *reason = "";
+    const char *path = argv[1];
+#ifdef __AFL_FUZZ_TESTCASE_LEN
+    /* Under afl-fuzz the input comes in shared memory (no file written per
+     * execution); the loader reads it back from a memory file. */
+    char shm_path[4096];
+    int shm_fd = -1;
+    if (__afl_fuzz_ptr != NULL) {
+        shm_fd = memory_file(shm_path, sizeof shm_path);
+        if (shm_fd >= 0) path = shm_path;
+    }
+#endif
     while (__AFL_LOOP(10000)) {
+#ifdef __AFL_FUZZ_TESTCASE_LEN
+        if (shm_fd >= 0) {
+            size_t len = __AFL_FUZZ_TESTCASE_LEN;
+            if (ftruncate(shm_fd, 0) != 0 || pwrite(shm_fd, __AFL_FUZZ_TESTCASE_BUF, len, 0) != (ssize_t)len) abort();
+        }
+#endif
         reason = "no reason given";
-        verdict = STCHECK_LOADER(argv[1], &reason);
+        verdict = STCHECK_LOADER(path, &reason);
     }
     if (verdict == 0) return 0;
     fprintf(stderr, "rejected: %s\n", reason);

@@ -41,6 +41,10 @@ _NOT_INSTRUMENTED: Final = (
     "validator.fuzz.supervisor",
     "validator.fuzz.seeds",
     "validator.fuzz.targets",
+    "validator.fuzz.loader_under_test",  # the loader's runner: its branches are not the oracle's
+    "validator.fuzz.persistent",
+    "validator.harness.command",
+    "validator.harness.rejection",
     "validator.cli.fuzz",
     "validator.cli.main",
 )

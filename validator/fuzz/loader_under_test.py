@@ -100,6 +100,15 @@ class LoaderUnderTest:
     reject_names: tuple[str, ...] = ()  # MODULE:NAME rejection types, matched in a command's traceback
     persistent: bool = False  # the command is a harness serving the frame protocol
     _session: _persistent.Session | None = dataclasses.field(default=None, repr=False)
+    _started: bytes | None = dataclasses.field(default=None, repr=False)
+
+    def start(self, data: bytes) -> None:
+        """Hand ``data`` to a persistent harness now, so that it works while
+        the caller judges the same input; run(data) then reads its answer.
+        Nothing for the other kinds of loader."""
+        if self.persistent:
+            self.session().send(data)
+            self._started = data
 
     def run(self, data: bytes) -> Outcome:
         if self.persistent:
@@ -143,9 +152,10 @@ class LoaderUnderTest:
             self._session = None
 
     def _ask(self, data: bytes) -> Outcome:
-        """One input through the persistent harness."""
+        """One input through the persistent harness (its answer, if start() sent it)."""
+        started, self._started = self._started is data, None
         try:
-            answer = self.session().ask(data)
+            answer = self.session().answer() if started else self.session().ask(data)
         except _persistent.ProtocolError as exc:
             return Outcome(accepted=False, crashed=True, detail=str(exc), kind="protocol")
         if answer.verdict in ("crash", "hang"):
@@ -239,6 +249,7 @@ def examine(
     ``where`` names the file a finding's line points at, per category (the
     reproducer's path); without it the line says ``<bytes>``.
     """
+    loader.start(data)  # a persistent harness works on it while the oracle does
     ref = validate(data, profile=Profile.REFERENCE)
     theirs, _ = reference_load(data)
     found: list[tuple[str, str]] = []

@@ -269,6 +269,24 @@ class _Style:
         return _STRING(value)
 
 
+def _chain(item: Node, style: _Style) -> tuple[str, str, Node]:
+    """A chain of one-member arrays and objects (_nest makes them thousands
+    deep) as one opening and one closing string, spelt as _encode spells
+    each level, and the value inside it."""
+    opening: list[str] = []
+    closing: list[str] = []
+    while isinstance(item, list) and len(item) == 1:
+        if isinstance(item, Obj):
+            key, item = item[0]
+            opening.append("{" + style.space() + style.string(key) + style.space() + ":" + style.space())
+            closing.append("}")
+        else:
+            opening.append("[")
+            closing.append("]")
+            item = item[0]
+    return "".join(opening), "".join(reversed(closing)), item
+
+
 def _encode(node: Node, style: _Style, out: list[str]) -> None:  # noqa: C901 - one branch per JSON value kind
     # Iterative over an explicit stack: trees may be thousands of levels deep.
     stack: list[Node | tuple[str]] = [node]
@@ -276,6 +294,11 @@ def _encode(node: Node, style: _Style, out: list[str]) -> None:  # noqa: C901 - 
         item = stack.pop()
         if isinstance(item, tuple):
             out.append(item[0])
+        elif isinstance(item, list) and len(item) == 1:
+            opening, closing, inner = _chain(item, style)
+            out.append(opening)
+            stack.append((closing,))
+            stack.append(inner)
         elif isinstance(item, Obj):
             out.append("{")
             stack.append(("}",))

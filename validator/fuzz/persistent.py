@@ -103,6 +103,8 @@ class Session:
         self._proc: subprocess.Popen[bytes] | None = None
         self._err: IO[bytes] | None = None
         self._partial = b""  # what the harness wrote of an answer before it closed stdout
+        # The frame out: its process, and the deadline its write missed (None: it went).
+        self._pending: tuple[subprocess.Popen[bytes], float | None] | None = None
 
     # --- process management ------------------------------------------------
 
@@ -175,10 +177,34 @@ class Session:
 
     def ask(self, data: bytes) -> Answer:
         """The harness's answer for ``data``, within the deadline; ProtocolError for a non-answer."""
+        self.send(data)
+        return self.answer()
+
+    def send(self, data: bytes) -> None:
+        """Write ``data``'s frame and return at once; answer() reads its verdict.
+
+        The harness works on the frame while the caller does something else
+        (the fuzzer runs its oracle meanwhile).  One frame is out at a time:
+        a frame sent while another is unanswered first takes that answer and
+        drops it.
+        """
+        if self._pending is not None:
+            with contextlib.suppress(ProtocolError):
+                self.answer()
         proc = self._proc if self._proc is not None and self._proc.poll() is None else self._start()
         deadline = time.monotonic() + self.timeout_s
-        if not self._send(proc, frame(data), deadline):
-            return self._ended(proc, deadline)
+        sent = self._send(proc, frame(data), deadline)
+        self._pending = (proc, None if sent else deadline)
+
+    def answer(self) -> Answer:
+        """The answer to the frame send() wrote: the deadline runs again from now."""
+        if self._pending is None:
+            msg = "answer() without a frame sent"
+            raise RuntimeError(msg)
+        (proc, failed_at), self._pending = self._pending, None
+        if failed_at is not None:
+            return self._ended(proc, failed_at)
+        deadline = time.monotonic() + self.timeout_s
         line = self._receive(proc, deadline)
         if line is None:
             return self._ended(proc, deadline)
