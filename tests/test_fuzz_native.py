@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from validator.fuzz import aflpp
 from validator.fuzz import loader_under_test as lut
 from validator.fuzz.aflpp import afl_argv, judge_command
 from validator.fuzz.export import export
@@ -83,6 +84,37 @@ def test_one_harness_serves_many_inputs(tmp_path: Path) -> None:
         assert session.starts == 1
     assert answers[0] == Answer("reject", "not an object")
     assert answers[1] == Answer("accept")
+
+
+def test_send_then_answer_lets_the_caller_work_meanwhile(tmp_path: Path) -> None:
+    argv = _script(
+        tmp_path, 'time.sleep(0.2); out.write(b"accept\\n" if data == b"{}" else b"reject no\\n"); out.flush()'
+    )
+    with Session(argv, timeout_s=10) as session:
+        session.send(b"{}")
+        start = time.monotonic()
+        assert session.answer() == Answer("accept")
+        assert time.monotonic() - start < 5
+        with pytest.raises(RuntimeError, match="without a frame sent"):
+            session.answer()
+        session.send(b"{}")
+        session.send(b"x")  # the first frame's answer is taken and dropped
+        assert session.answer() == Answer("reject", "no")
+        assert session.starts == 1
+
+
+def test_loader_started_early_answers_for_its_input_only(tmp_path: Path) -> None:
+    argv = _script(tmp_path, 'out.write(b"accept\\n" if data == b"{}" else b"reject no\\n"); out.flush()')
+    loader = lut.LoaderUnderTest(command=" ".join(argv), persistent=True, timeout_s=10)
+    try:
+        first, second = b"{}", b"x"
+        loader.start(first)
+        assert loader.run(first).accepted
+        loader.start(first)
+        assert not loader.run(second).accepted  # a run of another input asks for it
+        assert loader.run(first).accepted
+    finally:
+        loader.close()
 
 
 def test_truncated_answer_then_exit_is_a_crash_and_the_harness_restarts(tmp_path: Path) -> None:
@@ -232,6 +264,21 @@ def test_engine_aflpp_without_afl_fuzz_is_a_usage_error(tmp_path: Path) -> None:
     ]
 
 
+def test_replay_with_engine_aflpp_needs_no_afl_fuzz(tmp_path: Path) -> None:
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    accept_all = tmp_path / "accept_all.py"
+    accept_all.write_text("import sys\nopen(sys.argv[1], 'rb').read()\n")
+    bad = tmp_path / "trailing.safetensors"
+    bad.write_bytes(ONE_F32 + b"\x00")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PATH": str(bare)}
+    argv = [sys.executable, "-m", "validator", "fuzz", "loader-under-test", "--engine", "aflpp"]
+    argv += ["--loader-cmd", f"{sys.executable} {accept_all} @@", "--replay", str(bad)]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 1, done.stderr
+    assert f"{bad}: accepts-invalid:buffer-trailing-bytes: " in done.stdout
+
+
 def test_afl_command_forms() -> None:
     assert afl_argv("./bin {path}") == ["./bin", "@@"]
     assert afl_argv("./bin --x @@") == ["./bin", "--x", "@@"]
@@ -330,3 +377,57 @@ def test_aflpp_finds_the_planted_layout_that_the_atheris_engine_does_not(tmp_pat
     )  # fmt: skip
     assert replay.returncode == 1
     assert ": crash:signal-SIGABRT: killed by signal 6 (SIGABRT)" in replay.stdout
+
+
+def test_afl_environment_binds_a_core_and_uses_a_ramdisk(tmp_path: Path) -> None:
+    config = aflpp.AflConfig(command="bin @@", seconds=1, out_dir=str(tmp_path / "out"), workdir=str(tmp_path))
+    env = aflpp._env(config, "/dev/shm/x")
+    assert env["AFL_TMPDIR"] == "/dev/shm/x"
+    assert env["AFL_TRY_AFFINITY"] == "1"
+    assert "AFL_NO_AFFINITY" not in env
+    mine = aflpp.AflConfig(
+        command="bin @@", seconds=1, out_dir=str(tmp_path / "out"), workdir=str(tmp_path), env={"AFL_NO_AFFINITY": "1"}
+    )
+    assert "AFL_TRY_AFFINITY" not in aflpp._env(mine)
+    folder = aflpp._ramdisk_folder()
+    if folder is not None:  # a machine with a writable /dev/shm
+        assert folder.startswith("/dev/shm/stcheck-afl-")
+        Path(folder).rmdir()
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="no /proc")
+def test_reap_kills_the_loaders_afl_fuzz_left_behind(tmp_path: Path) -> None:
+    marker = str(tmp_path / "default" / ".cur_input")
+    left = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", marker], start_new_session=True)
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", marker + "-not-it"])
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and marker.encode() not in Path(f"/proc/{left.pid}/cmdline").read_bytes():
+            time.sleep(0.05)
+        assert aflpp._reap([marker]) == 1
+        assert left.wait(timeout=10) == -9
+        assert other.poll() is None
+    finally:
+        for proc in (left, other):
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(NO_AFL, reason=AFL_REASON)
+def test_aflpp_finds_the_naive_loaders_classes_and_replay_confirms_each(tmp_path: Path) -> None:
+    """20 s of AFL++ on the naive C loader: its classes, each reproducer confirmed by --replay."""
+    _make(tmp_path, "harness-afl")
+    command = f"{tmp_path / 'harness-afl'} @@"
+    afl, out = _campaign(tmp_path, "afl", "--engine", "aflpp", "--loader-cmd", command, seconds=20)
+    log, _ = afl.communicate(timeout=80)
+    assert afl.returncode == 1, log
+    found = {entry["category"]: entry["path"] for entry in lut.read_findings(str(out))}
+    assert "rejects-valid" in found, log
+    assert len([name for name in found if name.startswith("accepts-invalid:")]) >= 12, sorted(found)
+    afl_log = (tmp_path / "work-afl" / "aflpp" / "afl-fuzz.log").read_text(errors="replace")
+    assert "SHARED MEMORY FUZZING" in afl_log  # the harness takes its input in shared memory
+    replay = _cli("loader-under-test", "--engine", "aflpp", "--loader-cmd", command, "--replay", str(out))
+    assert replay.returncode == 1
+    for category, path in found.items():
+        assert f"{path}: {category}: " in replay.stdout, (category, replay.stdout)

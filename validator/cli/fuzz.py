@@ -201,7 +201,7 @@ def _native_problem(args: argparse.Namespace) -> str | None:
     if args.engine == AFLPP:
         if not args.loader_cmd or args.persistent:
             return "--engine aflpp fuzzes a binary: give --loader-cmd 'BIN @@' (built with afl-cc), not --persistent"
-        if afl_fuzz() is None:
+        if afl_fuzz() is None and not args.replay:  # a replay runs the binary alone
             return f"--engine aflpp: afl-fuzz is not on PATH; {INSTALL_HINT}"
         if "{path}" not in args.loader_cmd and "@@" not in shlex.split(args.loader_cmd):
             return "--engine aflpp: --loader-cmd must name the input as @@ (or {path})"

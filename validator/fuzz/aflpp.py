@@ -59,6 +59,7 @@ INSTALL_HINT: Final = (
 MUTATOR_MODULE: Final = "validator.fuzz.afl_mutator"
 _INPUT: Final = "@@"
 _STOP_GRACE_S: Final = 10.0
+_MIN_REPORT_S: Final = 5  # afl-fuzz's stats of a shorter run are its start-up's
 _SIDE: Final = ("README.txt",)
 _ABORT: Final = re.compile(r"PROGRAM ABORT : (?:\x1b\[[0-9;]*m)*(.*)")
 _ANSI: Final = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\(B")
@@ -272,9 +273,17 @@ def _progress(config: AflConfig, start: float, node: str, judge: _Judge) -> str:
     its folders, and executions from the last stats it wrote."""
     elapsed = time.monotonic() - start
     stats = read_stats(os.path.join(node, "fuzzer_stats"))
+    run_time = _int(stats.get("run_time"))
+    # The first stats are written after the seeds' dry run, a second in: a
+    # rate from them is meaningless (165 executions in 1 ms), so none is shown
+    # until afl-fuzz's first whole-minute report.
+    execs = (
+        f"execs {stats.get('execs_done', '-')} by {run_time}s ({stats.get('execs_per_sec', '-')}/s)"
+        if run_time >= _MIN_REPORT_S
+        else "execs - (afl-fuzz reports them once a minute)"
+    )
     return (
-        f"[loader-under-test/{ENGINE}] {elapsed:5.0f}s  execs {stats.get('execs_done', '-')}  "
-        f"({stats.get('execs_per_sec', '-')}/s)  edges {stats.get('edges_found', '-')}  "
+        f"[loader-under-test/{ENGINE}] {elapsed:5.0f}s  {execs}  edges {stats.get('edges_found', '-')}  "
         f"corpus {_count(os.path.join(node, 'queue'))}  crashes {_count(os.path.join(node, 'crashes'))}  "
         f"hangs {_count(os.path.join(node, 'hangs'))}  judged {judge.judged}  "
         f"findings {_fuzz_yours.count_findings(config.out_dir)}"

@@ -318,12 +318,27 @@ def record(out_dir: str, category: str, detail: str, data: bytes) -> None:
 def make_target(loader: LoaderUnderTest, out_dir: str) -> Callable[[bytes], None]:
     """The fuzz target: classify and record, never raise for the loader's faults."""
 
+    paths: dict[str, str] = {}
+    # The shortest reproducer kept so far per category, as this process knows
+    # it: most inputs repeat a known class and are longer than its
+    # reproducer, and then nothing touches the disk.  record() still checks
+    # the file, which another job may have shortened meanwhile.
+    shortest: dict[str, int] = {}
+
     def where(category: str) -> str:
-        return reproducer_path(out_dir, category)
+        path = paths.get(category)
+        if path is None:
+            path = paths[category] = reproducer_path(out_dir, category)
+        return path
 
     def target(data: bytes) -> None:
         for category, detail in classify(loader, data, where):
-            record(out_dir, category, detail, data)
+            if len(data) < shortest.get(category, sys.maxsize):
+                record(out_dir, category, detail, data)
+                try:
+                    shortest[category] = os.path.getsize(where(category))
+                except OSError:
+                    shortest.pop(category, None)
 
     return target
 
