@@ -233,6 +233,23 @@ def test_persistent_cli_stops_on_a_garbage_harness_with_one_line(tmp_path: Path)
     )
 
 
+def test_persistent_cli_stops_on_a_command_that_exits_without_answering(tmp_path: Path) -> None:
+    usage = tmp_path / "file_only.py"
+    usage.write_text("import sys\nprint('usage: file_only FILE', file=sys.stderr)\nsys.exit(2)\n")
+    done = _cli(
+        "loader-under-test", "--persistent", "--loader-cmd", f"{sys.executable} {usage}",
+        "--seconds", "5", "--out", str(tmp_path / "out"),
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        (
+            "stcheck fuzz: --persistent: the harness exited (exit-2) on each of the first 3 seeds without an answer "
+            "(it said: usage: file_only FILE); does it serve the frame protocol?"
+        )
+    ]
+    assert not (tmp_path / "out").exists()
+
+
 def test_engine_aflpp_without_afl_fuzz_is_a_usage_error(tmp_path: Path) -> None:
     bare = tmp_path / "bin"
     bare.mkdir()

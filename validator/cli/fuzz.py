@@ -219,9 +219,10 @@ def _native_problem(args: argparse.Namespace) -> str | None:
 
 def _probe_persistent(args: argparse.Namespace) -> str | None:
     """Why the --persistent harness cannot serve a campaign: it must answer a few seeds by the protocol."""
-    from validator.fuzz.persistent import ProtocolError, Session
+    from validator.fuzz.persistent import Answer, ProtocolError, Session
     from validator.fuzz.seeds import seed_files
 
+    exits: list[Answer] = []
     with Session(shlex.split(args.loader_cmd), float(args.timeout)) as session:
         for name, data in list(seed_files().items())[:_PROBE_SEEDS]:
             try:
@@ -230,6 +231,17 @@ def _probe_persistent(args: argparse.Namespace) -> str | None:
                 return f"--persistent: on the seed {name}: {exc}"
             if answer.verdict == "hang":
                 return f"--persistent: the harness gave no answer to the seed {name} within --timeout {args.timeout}s"
+            if answer.verdict == "crash" and answer.kind.startswith("exit-"):
+                exits.append(answer)
+    if len(exits) == _PROBE_SEEDS:
+        # Exiting before any answer on every seed is a command that does not
+        # serve the protocol (a FILE-taking binary, a wrong flag), not a finding.
+        said = next((line.strip() for line in exits[0].trace.splitlines() if line.strip()), "")
+        told = f" (it said: {escape_line(said[:160])})" if said else ""
+        return (
+            f"--persistent: the harness exited ({exits[0].kind}) on each of the first {_PROBE_SEEDS} seeds without "
+            f"an answer{told}; does it serve the frame protocol?"
+        )
     return None
 
 
