@@ -308,7 +308,23 @@ def _watch(
     """Run afl-fuzz to its end (or the deadline), judging its new files as they come."""
     tmpdir = _ramdisk_folder()
     try:
-        _run_afl(argv, config, judge=judge, node=node, log_path=log_path, start=start, out=out, tmpdir=tmpdir)
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(  # noqa: S603 - afl-fuzz over the user's own binary
+                argv, stdout=log, stderr=subprocess.STDOUT, env=_env(config, tmpdir), start_new_session=True
+            )
+            try:
+                last = time.monotonic()
+                deadline = start + config.seconds + config.grace_s
+                while proc.poll() is None:
+                    time.sleep(0.5)
+                    if time.monotonic() - last >= config.interval_s:
+                        last = time.monotonic()
+                        _sweep_all(judge, node)
+                        out(_progress(config, start, node, judge))
+                    if time.monotonic() > deadline:
+                        _stop(proc, signal.SIGINT)  # afl-fuzz writes its stats on SIGINT
+            finally:
+                _stop(proc, signal.SIGKILL)
     finally:
         _reap([os.path.join(folder, ".cur_input") for folder in (node, tmpdir) if folder is not None])
         if tmpdir is not None:
@@ -340,36 +356,6 @@ def _reap(inputs: list[str]) -> int:
                 os.kill(pid, signal.SIGKILL)
                 killed += 1
     return killed
-
-
-def _run_afl(
-    argv: list[str],
-    config: AflConfig,
-    *,
-    judge: _Judge,
-    node: str,
-    log_path: str,
-    start: float,
-    out: Callable[[str], None],
-    tmpdir: str | None,
-) -> None:
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(  # noqa: S603 - afl-fuzz over the user's own binary
-            argv, stdout=log, stderr=subprocess.STDOUT, env=_env(config, tmpdir), start_new_session=True
-        )
-        try:
-            last = time.monotonic()
-            deadline = start + config.seconds + config.grace_s
-            while proc.poll() is None:
-                time.sleep(0.5)
-                if time.monotonic() - last >= config.interval_s:
-                    last = time.monotonic()
-                    _sweep_all(judge, node)
-                    out(_progress(config, start, node, judge))
-                if time.monotonic() > deadline:
-                    _stop(proc, signal.SIGINT)  # afl-fuzz writes its stats on SIGINT
-        finally:
-            _stop(proc, signal.SIGKILL)
 
 
 def _stop(proc: subprocess.Popen[bytes], sig: int) -> None:
