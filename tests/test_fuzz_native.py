@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests._scripts import load_script
 from validator.fuzz import aflpp
 from validator.fuzz import loader_under_test as lut
 from validator.fuzz.aflpp import afl_argv, judge_command
@@ -207,6 +208,15 @@ def test_python_reference_harness_on_the_naive_loader() -> None:
         assert (crashed.verdict, crashed.kind) == ("crash", "struct.error")
         assert session.ask(ONE_F32) == Answer("accept")
         assert session.starts == 2
+
+
+def test_python_harness_keeps_its_input_file_in_memory_unless_tmpdir_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    harness = load_script(HARNESS_DIR / "loader_harness.py", "loader_harness_under_test")
+    monkeypatch.setenv("TMPDIR", "/somewhere/else")
+    assert harness.input_dir() is None  # mkstemp then honours TMPDIR
+    monkeypatch.delenv("TMPDIR")
+    writable = Path("/dev/shm").is_dir() and os.access("/dev/shm", os.W_OK)
+    assert harness.input_dir() == ("/dev/shm" if writable else None)
 
 
 def _cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
