@@ -218,6 +218,28 @@ def test_mutator_output_is_varied_bounded_and_never_raises():
     assert strict_valid > 0
 
 
+def test_encoder_spells_chains_of_one_member_containers_as_json_does():
+    """The one-pass spelling of nested one-member arrays and objects (_nest)."""
+    tree: object = [1, "x"]
+    plain: object = [1, "x"]
+    for level in range(300):
+        if level % 3:
+            tree, plain = [tree], [plain]
+        else:
+            tree, plain = mutator.Obj([[f"k{level}", tree]]), {f"k{level}": plain}
+    style = mutator._Style(random.Random(0))
+    style.ws, style.odd_numbers, style.escape = "", False, False
+    parts: list[str] = []
+    mutator._encode(mutator.Obj([["a", tree], ["b", [[2]]]]), style, parts)
+    assert "".join(parts) == json.dumps({"a": plain, "b": [[2]]}, separators=(",", ":"))
+    deep: object = 0
+    for _ in range(5000):
+        deep = [deep]
+    parts = []
+    mutator._encode(deep, style, parts)
+    assert "".join(parts) == "[" * 5000 + "0" + "]" * 5000
+
+
 def test_mutator_is_deterministic_per_seed_and_falls_back_to_bytes():
     data = seed_files()["y_two_tensors_metadata.safetensors"]
     assert mutate(data, 4096, 7) == mutate(data, 4096, 7)
