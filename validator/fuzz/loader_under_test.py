@@ -27,6 +27,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import importlib
 import json
@@ -318,18 +319,15 @@ def record(out_dir: str, category: str, detail: str, data: bytes) -> None:
 def make_target(loader: LoaderUnderTest, out_dir: str) -> Callable[[bytes], None]:
     """The fuzz target: classify and record, never raise for the loader's faults."""
 
-    paths: dict[str, str] = {}
     # The shortest reproducer kept so far per category, as this process knows
     # it: most inputs repeat a known class and are longer than its
     # reproducer, and then nothing touches the disk.  record() still checks
     # the file, which another job may have shortened meanwhile.
     shortest: dict[str, int] = {}
 
+    @functools.cache
     def where(category: str) -> str:
-        path = paths.get(category)
-        if path is None:
-            path = paths[category] = reproducer_path(out_dir, category)
-        return path
+        return reproducer_path(out_dir, category)
 
     def target(data: bytes) -> None:
         for category, detail in classify(loader, data, where):
