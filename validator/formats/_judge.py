@@ -26,7 +26,8 @@ _OTHER_ARCHIVES: Final = (
     (b"Rar!\x1a\x07", "a RAR archive"),
 )
 # Zip-based formats that are read by their own checks, not as model pickles.
-_OWN_ZIPS: Final = (".keras",)
+# (A .zip is plainly an archive by its name: listed as one, not warned about.)
+_OWN_ZIPS: Final = (".keras", ".zip")
 
 
 @dataclass(frozen=True)

@@ -6,12 +6,12 @@
 # UTF-8 in 3.0): a Python literal dict with exactly the keys descr,
 # fortran_order and shape.  The data is a pickle when the dtype has objects
 # anywhere (dtype.hasobject): "O", "object", "|O", a structured dtype with an
-# object field, a subarray of objects...  numpy itself builds the dtype when
-# it is installed (the literal holds no code, and np.dtype runs none); else
-# a dtype is taken as free of objects only when every leaf is a spelling
-# below that is a number, a string or a date.  Any doubt is an object
-# array (its data is then read as a pickle) or an ArchiveError, never a
-# clean verdict.  The pickle is one pickle.load: bytes after its STOP are
+# object field, a subarray of objects...  The common spellings are settled
+# here (every leaf a number, string or date: none; an "O" or "object" leaf:
+# objects); any other, numpy itself builds the dtype when it is installed
+# (the literal holds no code, and np.dtype runs none), else it counts as
+# objects.  Any doubt is an object array (its data is then read as a
+# pickle) or an ArchiveError, never a clean verdict.  The pickle is one pickle.load: bytes after its STOP are
 # never read by numpy.
 from __future__ import annotations
 
@@ -38,6 +38,7 @@ _LENGTH: Final = {
     (3, 0): (struct.Struct("<I"), "utf-8"),
 }
 _KEYS: Final = frozenset({"descr", "fortran_order", "shape"})
+_OBJECT: Final = re.compile(r"[<>|=]?(?:O\d*|object_?)")
 # Leaves numpy reads as numbers, booleans, strings, bytes, void or dates.
 _PLAIN: Final = re.compile(
     r"[<>|=]?(?:[?bBhHiIlLqQpPnNefdgFDGSUVa]|[biufcSUVa]\d+|[mM]8(?:\[\w+\])?|"
@@ -109,26 +110,32 @@ def _drop_long_suffix(text: str) -> str:
 
 def has_objects(descr: object) -> bool:
     """Whether numpy's dtype for ``descr`` holds objects (True when in doubt)."""
+    known = _static(descr, 0)
+    if known is not None:
+        return known
     try:
-        from numpy.lib.format import descr_to_dtype  # noqa: PLC0415 - numpy is optional
+        from numpy.lib.format import descr_to_dtype  # noqa: PLC0415 - numpy is optional, and needed only here
     except ImportError:
-        return _static_objects(descr, 0)
+        return True
     try:
         return bool(descr_to_dtype(descr).hasobject)  # type: ignore[arg-type]  # any literal: numpy checks it
     except Exception:  # noqa: BLE001 - any refusal by numpy: not proven free of objects
         raise ArchiveError(f"bad .npy: numpy does not read the dtype {str(descr)[:80]!r}") from None
 
 
-def _static_objects(descr: object, depth: int) -> bool:
+def _static(descr: object, depth: int) -> bool | None:
+    """True or False where the spelling settles it, None where only numpy can."""
     if depth > 32:
-        return True
+        return None
     if isinstance(descr, str):
-        return _PLAIN.fullmatch(descr) is None
+        if _OBJECT.fullmatch(descr):
+            return True
+        return False if _PLAIN.fullmatch(descr) else None
     if isinstance(descr, tuple) and len(descr) == 2:  # (base, shape): a subarray
-        return _static_objects(descr[0], depth + 1)
+        return _static(descr[0], depth + 1)
     if isinstance(descr, list):  # [(name, descr), (name, descr, shape), ...]
-        return any(
-            not isinstance(field, tuple) or len(field) not in {2, 3} or _static_objects(field[1], depth + 1)
-            for field in descr
-        )
-    return True
+        leaves = [_static(f[1], depth + 1) if isinstance(f, tuple) and len(f) in {2, 3} else None for f in descr]
+        if any(leaf is True for leaf in leaves):
+            return True
+        return False if all(leaf is False for leaf in leaves) else None
+    return None
