@@ -7,7 +7,10 @@
 #   "x"          zlib          "\x1f\x8b"  gzip      "BZh"  bz2
 #   "]\x00\x00"  lzma (alone)  "\xfd7zXZ"  xz        "\x04\x22\x4d\x18"  lz4
 # Anything else is a plain pickle from byte 0.  Streams are read as joblib's
-# file objects read them: one after another, bytes after the last ignored.
+# file objects read them: bz2, xz and lzma (the standard library's BZ2File
+# and LZMAFile) one after another, bytes after the last ignored; zlib and
+# gzip (joblib's own BinaryZlibFile) one stream only: past its end joblib
+# reads nothing more (it spins on trailing bytes, never decompressing them).
 # lz4 is not in the standard library: such a file is an ArchiveError (joblib
 # unpickles it where the lz4 package is installed; stcheck cannot read it).
 from __future__ import annotations
@@ -46,6 +49,9 @@ DECODERS: Final[dict[str, Callable[[], Decoder]]] = {
 }
 
 
+_MULTI: Final = frozenset({"bz2", "lzma", "xz"})
+
+
 def compression(head: bytes) -> str | None:
     """The compressor joblib.load picks for a file starting with ``head``: a name of COMPRESSED, "ZF", or None."""
     if head.startswith(ZFILE):
@@ -68,7 +74,7 @@ def decompress(buf: Buffer, method: str) -> bytes | None:
     if new is None:
         raise ArchiveError(f"compressed with {method}, not read (the standard library has no {method})")
     try:
-        out, _ = inflate(new, buf, 0, len(buf), MAX_INFLATE, multi=True)
+        out, _ = inflate(new, buf, 0, len(buf), MAX_INFLATE, multi=method in _MULTI)
     except ERRORS:
         return None
     if len(out) > MAX_INFLATE:

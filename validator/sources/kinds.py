@@ -348,15 +348,7 @@ def classify(path: str, siblings: Collection[str]) -> Other:
     if judged.pickle and not lfs:  # a pointer to the file is no pickle, whatever its name
         from validator.pickles import read_pickle_file  # noqa: PLC0415 - the reader loads only for a pickle
 
-        verdict = read_pickle_file(path)
-        what = _what(verdict, name)
-        if verdict.weights_only:
-            copy = safetensors_copy(name, siblings)
-            note = f"; a safetensors copy is here ({copy}): prefer it" if copy is not None else ""
-            out.add("pickle-weights-only", f"{what}: {verdict.message()}{note}", None)
-        else:
-            out.add("pickle-file", f"{what}: {verdict.message()}{pickle_advice(name, siblings)}", None)
-        return Other(path, "pickle", st.st_size, tuple(out.findings), pickle_json(verdict))
+        return _pickle_other(path, st.st_size, read_pickle_file(path), siblings, out)
     slug = identified.slug if identified is not None else None
     kind = name_kind(name)
     if kind == "Python":
@@ -366,6 +358,29 @@ def classify(path: str, siblings: Collection[str]) -> Other:
     if kind in {"HDF5", "ONNX"}:
         _code_in_model(path, kind, out)
     return Other(path, kind, st.st_size, tuple(out.findings))
+
+
+def _pickle_other(path: str, size: int, verdict: PickleVerdict, siblings: Collection[str], out: Checker) -> Other:
+    name = os.path.basename(path)
+    what = _what(verdict, name)
+    if verdict.weights_only:
+        copy = safetensors_copy(name, siblings)
+        note = f"; a safetensors copy is here ({copy}): prefer it" if copy is not None else ""
+        out.add("pickle-weights-only", f"{what}: {verdict.message()}{note}", None)
+    else:
+        out.add("pickle-file", f"{what}: {verdict.message()}{pickle_advice(name, siblings)}", None)
+    return Other(path, "pickle", size, tuple(out.findings), pickle_json(verdict))
+
+
+def classify_bytes(data: bytes, name: str) -> Other | None:
+    """What classify says of a file, for bytes that came without one (standard
+    input, shown as ``name``), when a loader would unpickle them; else None."""
+    from validator.formats import judge  # noqa: PLC0415 - as _judge
+    from validator.pickles import read_pickle_bytes  # noqa: PLC0415 - as classify
+
+    if not judge(data, name).pickle:
+        return None
+    return _pickle_other(name, len(data), read_pickle_bytes(data, name=name), (), Checker())
 
 
 def lone_file(path: str) -> Other | None:
