@@ -158,7 +158,9 @@ def open_zip(buf: Buffer) -> Archive:
     end = _end_zipfile(buf)
     if end is None:
         raise _bad("no end of central directory record")
-    if _end_miniz(buf) != end:
+    # At size - 22 the two agree (no later signature has 22 bytes after it):
+    # the last 64 KiB are searched only for an archive with a comment.
+    if end != len(buf) - _EOCD.size and _end_miniz(buf) != end:
         raise ArchiveError("ambiguous zip archive: torch.load and numpy.load would take different end records")
     # zipfile reads the directory to its size, whatever the counts and disk
     # numbers say; miniz, which checks them, reads no more than that.
