@@ -218,6 +218,14 @@ def test_a_compressed_pickle_beside_a_checkpoint_fails_the_scan(tmp_path: Path, 
     assert main(["scan", "--no-config", "-j", "1", "--progress", "never", str(folder)]) == 1
 
 
+def test_a_torch_zip_pickle_that_cannot_be_checked_is_an_error_under_any_name(tmp_path: Path) -> None:
+    data = bytearray(torch_zip(HARMLESS))
+    data[data.index(b"}q")] = ord("]")  # the CRC no longer matches
+    kind, codes, message = _judged(tmp_path, "weights.bin", bytes(data))
+    assert (kind, codes) == ("pickle", ["ST701"])
+    assert "CRC32 of 'archive/data.pkl'" in message
+
+
 # -- what must stay quiet -----------------------------------------------------------------
 def test_torch_save_legacy_protocol_3_reads_clean() -> None:
     torch = pytest.importorskip("torch")

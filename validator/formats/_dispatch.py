@@ -166,9 +166,13 @@ class _Views:
         self.seen.escapes.extend(m.name for m in archive.members if m.escapes)
         pickles = [m for m in archive.members if torch and m.name.lower().endswith(".pkl")]
         for m in pickles:
-            data = self._member(m, None)
+            self.reader.member = m.name
+            try:
+                data = self._member(m, None)
+            except ArchiveError:  # torch.load reads it: a member stcheck cannot check is an error
+                self._found("torch-zip")
+                raise
             if data is not None:
-                self.reader.member = m.name
                 self._found("torch-zip")
                 _whole(data, self.reader)
         arrays = False
