@@ -391,6 +391,12 @@ _TABLE: Final[tuple[tuple[str, str, str, Severity, frozenset[Profile], str | Non
     ("ST707", "onnx-external-data-outside", "an ONNX model whose external data location leaves its folder", _E, BOTH, None, "folder",
         "Keep every external data file in the model's folder, named by a relative path without '..'.",
         Example(text='model/model.onnx with an initializer whose external_data location is "../../home/user/.ssh/id_rsa"')),
+    ("ST708", "archive-unreadable", "an archive stcheck cannot open, or members of it that it cannot read", _W, BOTH, None, "folder",
+        "Unpack it with a tool you trust and check what it holds (stcheck scan on the unpacked folder); never load its members unchecked.",
+        Example(text="model/weights.zip whose member evil.pkl is encrypted (flag bit 0x01), or a .7z archive")),
+    ("ST709", "archive-member-escapes", "an archive member whose name climbs out of the folder it is unpacked into", _E, BOTH, None, "folder",
+        "Do not unpack it: a member named ../ something, /something or C:something is written outside the target folder.",
+        Example(text="model/extra.zip with a member named ../../.bashrc")),
     #
     # Signed models: OpenSSF Model Signing (model.sig) over a folder (ST8xx),
     # reported by `scan` with --public-key, --certificate-chain or --identity.
