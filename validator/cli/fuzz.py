@@ -4,7 +4,7 @@
 # command imports neither atheris nor numpy: both load only when a campaign
 # or a target needs them, and a missing atheris is a usage error (exit 2)
 # that says which extra to install.
-# ruff: noqa: PLC0415, PTH100, PTH103, PTH106, PTH107, PTH113, PTH118, PTH120, PTH123, T201
+# ruff: noqa: PLC0415, PTH100, PTH103, PTH106, PTH107, PTH113, PTH118, PTH123, T201
 # Lazy imports: atheris, numpy, hypothesis and safetensors load, only where used.
 # Paths: os.path and open(), like the rest of the package.
 # A command-line module prints.
@@ -179,9 +179,9 @@ def _check_loader(args: argparse.Namespace, env: dict[str, str]) -> str | None:
             return f"--loader-cmd: {argv[0] if argv else '(empty)'}: command not found"
         return None
     probe = "from validator.fuzz.loader_under_test import from_env; from_env()"
-    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    child = {**os.environ, **env}
-    child["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, child.get("PYTHONPATH", "")]))
+    from validator.fuzz._child import child_env
+
+    child = child_env(env)
     try:
         done = subprocess.run(  # noqa: S603 - our own interpreter
             [sys.executable, "-c", probe], env=child, capture_output=True, text=True, timeout=120, check=False
@@ -552,7 +552,13 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one branch pe
     idle = [s.target for s in summaries if s.execs == 0 and not s.findings and not s.found]
     if idle:
         # The engine never ran an input (it failed to start, or the target
-        # raised at import): that is no evidence of anything.
+        # raised at import): that is no evidence of anything.  What it said
+        # last is the reason.
+        for summary in summaries:
+            if summary.target in idle and summary.engine_said:
+                print(f"[{summary.target}] the engine said:", file=sys.stderr)
+                for line in summary.engine_said.splitlines():
+                    print(f"    {escape_line(line)}", file=sys.stderr)
         print(
             f"stcheck fuzz: {', '.join(idle)}: 0 executions; the target never ran (see the output above)",
             file=sys.stderr,

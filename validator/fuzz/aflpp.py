@@ -19,7 +19,7 @@
 # a minute and at the end), the final figures from fuzzer_stats:
 # execs_done, execs_per_sec, edges_found and bitmap_cvg, the coverage of
 # the loader itself.
-# ruff: noqa: PTH100, PTH103, PTH112, PTH113, PTH118, PTH120, PTH123, PTH206, PTH208
+# ruff: noqa: PTH100, PTH103, PTH112, PTH113, PTH118, PTH123, PTH206, PTH208
 # Paths: os.path and open(), like the rest of the package.
 from __future__ import annotations
 
@@ -37,6 +37,7 @@ import time
 from typing import TYPE_CHECKING, Final
 
 from validator.fuzz import loader_under_test as _fuzz_yours
+from validator.fuzz._child import child_env
 from validator.fuzz.seeds import dictionary_text, seed_files
 from validator.fuzz.supervisor import Summary, replay_paths
 
@@ -230,9 +231,7 @@ def _env(config: AflConfig, tmpdir: str | None = None) -> dict[str, str]:
         }
     )
     if config.custom_mutator:
-        package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        env["AFL_PYTHON_MODULE"] = MUTATOR_MODULE
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH", "")]))
+        env = child_env({"AFL_PYTHON_MODULE": MUTATOR_MODULE}, env)
     env.update(config.env)
     if "AFL_NO_AFFINITY" not in env:
         # One core for afl-fuzz and the loader: a wake-up across cores costs

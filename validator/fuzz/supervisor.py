@@ -8,7 +8,7 @@
 # with a one-line reproducer (`.cmd`), and restarts the job with the time
 # left.  A signature found again is not saved twice; one found three times
 # ends that job, since it blocks further progress until it is fixed.
-# ruff: noqa: PLC0415, PTH100, PTH103, PTH110, PTH112, PTH118, PTH119, PTH120, PTH123, PTH202, PTH206, PTH208
+# ruff: noqa: PLC0415, PTH100, PTH103, PTH110, PTH112, PTH118, PTH119, PTH123, PTH202, PTH206, PTH208
 # Lazy imports: atheris, numpy, hypothesis and safetensors load, only where used.
 # Paths: os.path and open(), like the rest of the package.
 from __future__ import annotations
@@ -26,6 +26,7 @@ import threading
 import time
 from typing import IO, TYPE_CHECKING, Final
 
+from validator.fuzz._child import child_env
 from validator.fuzz.harness import BOOT, HYPOTHESIS, LOADER_UNDER_TEST
 from validator.fuzz.seeds import dictionary_text, seed_files
 
@@ -88,6 +89,7 @@ class Summary:
     corpus: int = 0
     findings: list[Finding] = dataclasses.field(default_factory=list)
     found: int = 0  # findings, or for loader-under-test the problem classes recorded in its --out
+    engine_said: str = ""  # the last lines of the last engine process, shown when it never ran an input
 
     @property
     def execs_per_s(self) -> float:
@@ -121,6 +123,7 @@ class _Job:
             if left < 1:
                 return
             output = self._one_process(int(left))
+            c.last_output = output
             artifact = next((m.group(1) for m in _ARTIFACT.finditer(output)), None)
             if artifact is None or not os.path.exists(artifact):
                 return  # time is up, or the engine stopped for a reason other than a finding
@@ -203,15 +206,12 @@ class _Campaign:
             self.dict_path = os.path.join(os.path.abspath(config.workdir), "safetensors.dict")
             with open(self.dict_path, "w", encoding="utf-8") as f:
                 f.write(dictionary_text())
-        package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH", "")]))
-        env.update(config.env)
-        self.child_env = env
+        self.child_env = child_env(config.env)
         self.lock = threading.Lock()
         self.coverage = 0
         self.features = 0
         self.findings: list[Finding] = []
+        self.last_output = ""
         self.processes: list[subprocess.Popen[str]] = []
         self.jobs = [_Job(self, i) for i in range(config.jobs)]
         self.start = time.monotonic()
@@ -387,7 +387,14 @@ def run(config: Config, out: Callable[[str], None] = print) -> Summary:
         corpus=campaign.corpus_size(),
         findings=campaign.findings,
         found=campaign.found(),
+        engine_said=_last_lines(campaign.last_output),
     )
+
+
+def _last_lines(output: str, count: int = 12) -> str:
+    """What an engine process said last, without libFuzzer's progress and INFO lines."""
+    lines = [line for line in output.splitlines() if line.strip() and not line.startswith(("#", "INFO:"))]
+    return "\n".join(lines[-count:])
 
 
 def _children_cpu() -> float:
