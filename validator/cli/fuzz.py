@@ -4,7 +4,7 @@
 # command imports neither atheris nor numpy: both load only when a campaign
 # or a target needs them, and a missing atheris is a usage error (exit 2)
 # that says which extra to install.
-# ruff: noqa: PLC0415, PTH100, PTH103, PTH106, PTH107, PTH113, PTH118, PTH123, T201
+# ruff: noqa: PLC0415, PTH100, PTH103, PTH106, PTH107, PTH113, PTH118, PTH119, PTH123, T201
 # Lazy imports: atheris, numpy, hypothesis and safetensors load, only where used.
 # Paths: os.path and open(), like the rest of the package.
 # A command-line module prints.
@@ -84,7 +84,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--workdir",
-        help="working corpus and artifacts (default: ~/.cache/stcheck/fuzz, or under $XDG_CACHE_HOME)",
+        help="working corpus and artifacts, kept to share between runs (default: a folder of this run's "
+        "own under ~/.cache/stcheck/fuzz, or under $XDG_CACHE_HOME, removed at the end)",
     )
     p.add_argument(
         "--regressions",
@@ -362,13 +363,14 @@ def _shown(path: str) -> str:
 def _print_loader_report(out_dir: str, args: argparse.Namespace) -> int:
     from validator.fuzz.loader_under_test import DESCRIPTIONS, read_findings
 
-    found = read_findings(out_dir)
+    foreign: list[str] = []
+    found = read_findings(out_dir, foreign)
     what = escape_line(args.loader or args.loader_cmd)
     shown = escape_path(_shown(out_dir))
+    if foreign:
+        names = ", ".join(escape_path(os.path.basename(path)) for path in foreign[:5])
+        print(f"stcheck fuzz: skipped {plural(len(foreign), 'file')} in {shown} that stcheck did not write: {names}")
     if not found:
-        if args.fresh_out:
-            with contextlib.suppress(OSError):
-                os.rmdir(out_dir)  # the run's own folder, when it stayed empty
         print(f"loader {what}: no disagreement with safetensors 0.8.0 found")
         return EXIT_OK
     print(f"loader {what}: {len(found)} problem classes (reproducers in {shown})")
@@ -470,7 +472,7 @@ def _run_aflpp(args: argparse.Namespace, env: dict[str, str]) -> int:
     config = AflConfig(
         command=args.loader_cmd,
         seconds=args.seconds,
-        workdir=args.workdir or _cache_dir("fuzz"),
+        workdir=args.workdir,
         out_dir=env["STCHECK_FUZZ_LOADER_OUT"],
         seed_dirs=tuple(args.seeds) or _default_seeds(),
         timeout_s=float(args.timeout),
@@ -490,15 +492,33 @@ def _run_aflpp(args: argparse.Namespace, env: dict[str, str]) -> int:
     return _print_loader_report(env["STCHECK_FUZZ_LOADER_OUT"], args)
 
 
-def run(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one branch per target kind and exit code
+def run(args: argparse.Namespace) -> int:
     if args.target == EXPORT:
         return _export(args)
     if args.directory:
         print(f"stcheck fuzz: only 'export' takes a folder ({escape_line(args.directory)})", file=sys.stderr)
         return EXIT_ERROR
-    env = _loader_env(args)
-    if env is None:
-        return EXIT_ERROR
+    args.fresh_out = False
+    own_workdir = None
+    try:
+        env = _loader_env(args)
+        if env is None:
+            return EXIT_ERROR
+        if not args.replay and not args.workdir:
+            # A run's own corpus: one campaign's inputs must not seed the next one's, whatever its loader.
+            base = _cache_dir("fuzz")
+            os.makedirs(base, exist_ok=True)
+            own_workdir = args.workdir = tempfile.mkdtemp(prefix=time.strftime("run-%Y%m%d-%H%M%S-"), dir=base)
+        return _run(args, env)
+    finally:
+        if own_workdir is not None:
+            shutil.rmtree(own_workdir, ignore_errors=True)
+        if args.fresh_out:
+            with contextlib.suppress(OSError):
+                os.rmdir(args.out)  # the run's own folder, when it stayed empty (a failed start)
+
+
+def _run(args: argparse.Namespace, env: dict[str, str]) -> int:  # noqa: C901, PLR0912 - one branch per target kind and exit code
     if args.replay:
         if args.target == LOADER_UNDER_TEST:
             return _replay_loader(args, env)
@@ -533,7 +553,7 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one branch pe
             target=target,
             seconds=share,
             jobs=max(1, args.jobs),
-            workdir=args.workdir or _cache_dir("fuzz"),
+            workdir=args.workdir,
             regressions=args.regressions,
             seed_dirs=seeds,
             # A persistent harness has --timeout per input; the engine's own limit must not come first.

@@ -22,10 +22,11 @@
 # harness process that serves many inputs over the frame protocol of
 # validator/fuzz/persistent.py; a harness that dies is a crash, one that
 # does not answer in time a hang, and the next input starts a new one.
-# ruff: noqa: PTH103, PTH105, PTH109, PTH112, PTH118, PTH123, PTH202, PTH208
+# ruff: noqa: PTH103, PTH105, PTH107, PTH109, PTH112, PTH118, PTH123, PTH202, PTH208
 # Paths: os.path and open(), like the rest of the package.
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -34,6 +35,7 @@ import json
 import os
 import re
 import shlex
+import stat
 import sys
 import tempfile
 import traceback
@@ -299,21 +301,36 @@ def reproducer_path(out_dir: str, category: str) -> str:
 
 
 def record(out_dir: str, category: str, detail: str, data: bytes) -> None:
-    """Keep ``data`` as the reproducer for ``category`` if it is the shortest so far."""
+    """Keep ``data`` as the reproducer for ``category`` if it is the shortest so far.
+
+    Both files are written to a fresh temporary file and renamed over the
+    name: a link planted there (by the loader under test, which can write to
+    ``out_dir``) is replaced, never written through.
+    """
     os.makedirs(out_dir, exist_ok=True)
     base = reproducer_path(out_dir, category).removesuffix(".safetensors")
     try:
-        if os.path.getsize(base + ".safetensors") <= len(data):
+        if os.lstat(base + ".safetensors").st_size <= len(data):
             return
     except OSError:
         pass
-    tmp = f"{base}.{os.getpid()}.tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, base + ".safetensors")
-    with open(base + ".json", "w", encoding="utf-8") as f:
-        digest = hashlib.sha1(data, usedforsecurity=False).hexdigest()
-        json.dump({"category": category, "detail": detail, "size": len(data), "sha1": digest}, f)
+    digest = hashlib.sha1(data, usedforsecurity=False).hexdigest()
+    note = json.dumps({"category": category, "detail": detail, "size": len(data), "sha1": digest})
+    _replace(out_dir, base + ".safetensors", data)
+    _replace(out_dir, base + ".json", note.encode())
+
+
+def _replace(folder: str, path: str, data: bytes) -> None:
+    """Write ``path`` as a new file (temporary name, then rename), whatever is at ``path`` now."""
+    fd, tmp = tempfile.mkstemp(prefix=".stcheck-", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
 
 
 def make_target(loader: LoaderUnderTest, out_dir: str) -> Callable[[bytes], None]:
@@ -349,15 +366,49 @@ def count_findings(out_dir: str) -> int:
         return 0
 
 
-def read_findings(out_dir: str) -> list[dict[str, Any]]:
-    """The recorded categories with their reproducer paths, sorted."""
+def read_findings(out_dir: str, foreign: list[str] | None = None) -> list[dict[str, Any]]:
+    """The recorded categories with their reproducer paths, sorted.
+
+    A ``.json`` file that is not one of ours (a link, not a regular file, not
+    our note, no reproducer beside it) is skipped, and its path added to
+    ``foreign`` when given.
+    """
     found: list[dict[str, Any]] = []
     if not os.path.isdir(out_dir):
         return found
     for name in sorted(os.listdir(out_dir)):
-        if name.endswith(".json"):
-            with open(os.path.join(out_dir, name), encoding="utf-8") as f:
-                entry = json.load(f)
-            entry["path"] = os.path.join(out_dir, name[:-5] + ".safetensors")
-            found.append(entry)
+        if not name.endswith(".json"):
+            continue
+        path = os.path.join(out_dir, name)
+        entry = _note(path)
+        reproducer = path[:-5] + ".safetensors"
+        if entry is None or not stat.S_ISREG(_lmode(reproducer)):
+            if foreign is not None:
+                foreign.append(path)
+            continue
+        entry["path"] = reproducer
+        found.append(entry)
     return found
+
+
+def _lmode(path: str) -> int:
+    try:
+        return os.lstat(path).st_mode
+    except OSError:
+        return 0
+
+
+def _note(path: str) -> dict[str, Any] | None:
+    """One of our ``.json`` notes, or None for anything else."""
+    if not stat.S_ISREG(_lmode(path)):
+        return None
+    try:
+        with open(path, "rb") as f:
+            entry = json.loads(f.read(1 << 20))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(entry, dict) or not all(isinstance(entry.get(k), str) for k in ("category", "detail")):
+        return None
+    if not isinstance(entry.get("size"), int):
+        return None
+    return entry

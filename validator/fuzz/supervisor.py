@@ -207,6 +207,15 @@ class _Campaign:
             with open(self.dict_path, "w", encoding="utf-8") as f:
                 f.write(dictionary_text())
         self.child_env = child_env(config.env)
+        self.tmp_dir = os.path.join(self.dir, "tmp")
+        from validator.fuzz.loader_under_test import ENV_PERSISTENT
+
+        if config.env.get(ENV_PERSISTENT) != "1":
+            # The target's temporary files (a loader's input file) go here, and
+            # go with it at the end even when the engine killed the target mid-input.
+            # (A persistent harness keeps its file in memory unless TMPDIR is set.)
+            os.makedirs(self.tmp_dir, exist_ok=True)
+            self.child_env["TMPDIR"] = self.tmp_dir
         self.lock = threading.Lock()
         self.coverage = 0
         self.features = 0
@@ -376,6 +385,8 @@ def run(config: Config, out: Callable[[str], None] = print) -> Summary:
         for thread in threads:
             thread.join(timeout=10)
         raise
+    finally:
+        shutil.rmtree(campaign.tmp_dir, ignore_errors=True)
     out(campaign.progress())
     return Summary(
         target=config.target,
