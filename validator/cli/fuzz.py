@@ -304,9 +304,9 @@ def _loader_env(args: argparse.Namespace) -> dict[str, str] | None:  # noqa: C90
         env["STCHECK_FUZZ_LOADER_TIMEOUT"] = str(args.timeout)
     else:
         env["STCHECK_FUZZ_LOADER_CMD"] = args.loader_cmd
+        env["STCHECK_FUZZ_LOADER_TIMEOUT"] = str(args.timeout)  # a command counts as hung past --timeout
         if args.persistent:
             env["STCHECK_FUZZ_LOADER_PERSISTENT"] = "1"
-            env["STCHECK_FUZZ_LOADER_TIMEOUT"] = str(args.timeout)
     problem = _check_loader(args, env) or (None if args.replay or args.fresh_out else _stale_out(args))
     if problem is not None:
         print(f"stcheck fuzz: {problem}", file=sys.stderr)
@@ -346,7 +346,7 @@ def _print_summary(summary: Summary) -> None:
     print(
         f"[{summary.target}] done: {summary.execs} execs in {summary.seconds:.0f}s ({summary.execs_per_s:.0f}/s); "
         f"{summary.cpu_seconds:.0f} CPU s ({summary.execs_per_cpu_s:.0f} execs per CPU second); "
-        f"cov {summary.coverage}, corpus {summary.corpus}, "
+        f"{summary.coverage_label} {summary.coverage}, corpus {summary.corpus}, "
         f"findings {max(summary.found, len(summary.findings))}"
     )
     for finding in summary.findings:
@@ -389,7 +389,15 @@ def _print_loader_report(out_dir: str, args: argparse.Namespace) -> int:
         flag = f"--engine {AFLPP} {flag}"
     elif args.persistent:
         flag = f"--persistent {flag}"
+    if args.loader_cmd:
+        flag += f" --timeout {args.timeout}"  # a command's hang is judged by the same limit as in the run
     print(f"replay them, with your loader's traceback: stcheck fuzz loader-under-test {flag} --replay {shown}")
+    hangs = [entry for entry in found if entry["category"] == "hang"]
+    if hangs:
+        # A callable is replayed in stcheck's own process, which no --timeout can stop.
+        limit = f"timeout {args.timeout * 2 + 5} " if args.loader else ""
+        where = escape_path(_shown(hangs[0]["path"]))
+        print(f"replay the hang under a time limit: {limit}stcheck fuzz loader-under-test {flag} --replay {where}")
     return EXIT_INVALID
 
 
@@ -420,6 +428,11 @@ def _replay_loader(args: argparse.Namespace, env: dict[str, str]) -> int:
         problems += bool(found)
         for category, detail in found or [("ok", "the loader agrees with safetensors 0.8.0")]:
             print(f"{shown}: {category}: {detail}")
+        note = _fuzz_yours.read_note(path)
+        if note is not None and note["category"] not in {category for category, _ in found}:
+            # A hang caused by load, a crash fixed since, a loader that changed: say so.
+            now = ", ".join(category for category, _ in found) or "ok"
+            print(f"{shown}: not reproduced: recorded as {escape_line(note['category'])}, now {now}")
         if found and outcome.trace:
             # The loader's own traceback (a callable's frames, a command's stderr).
             for line in outcome.trace.splitlines():
@@ -465,13 +478,19 @@ def _export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _seconds_left(args: argparse.Namespace) -> float:
+    """What is left of --seconds after the checks before the campaign (at least one second)."""
+    started: float = args.started
+    return max(1.0, float(args.seconds) - (time.monotonic() - started))
+
+
 def _run_aflpp(args: argparse.Namespace, env: dict[str, str]) -> int:
     from validator.fuzz.aflpp import AflConfig, AflError
     from validator.fuzz.aflpp import run as run_afl
 
     config = AflConfig(
         command=args.loader_cmd,
-        seconds=args.seconds,
+        seconds=_seconds_left(args),
         workdir=args.workdir,
         out_dir=env["STCHECK_FUZZ_LOADER_OUT"],
         seed_dirs=tuple(args.seeds) or _default_seeds(),
@@ -499,6 +518,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"stcheck fuzz: only 'export' takes a folder ({escape_line(args.directory)})", file=sys.stderr)
         return EXIT_ERROR
     args.fresh_out = False
+    args.started = time.monotonic()  # --seconds bounds the whole run: checks, seeds and engine
     own_workdir = None
     try:
         env = _loader_env(args)
@@ -544,7 +564,7 @@ def _run(args: argparse.Namespace, env: dict[str, str]) -> int:  # noqa: C901, P
     else:
         targets = (args.target,)
     seeds = tuple(args.seeds) or _default_seeds()
-    share = args.seconds / len(targets)
+    share = _seconds_left(args) / len(targets)
     if args.target == LOADER_UNDER_TEST:
         print(f"[{LOADER_UNDER_TEST}] reproducers go to {escape_path(_shown(args.out))}", flush=True)
     summaries = []
@@ -556,8 +576,8 @@ def _run(args: argparse.Namespace, env: dict[str, str]) -> int:  # noqa: C901, P
             workdir=args.workdir,
             regressions=args.regressions,
             seed_dirs=seeds,
-            # A persistent harness has --timeout per input; the engine's own limit must not come first.
-            timeout_s=args.timeout * 2 + 5 if args.persistent else args.timeout,
+            # A command has --timeout per input (its own hang); the engine's limit must not come first.
+            timeout_s=args.timeout * 2 + 5 if args.loader_cmd else args.timeout,
             rss_limit_mb=args.rss_limit_mb,
             max_len=args.max_len,
             max_findings=args.max_findings,

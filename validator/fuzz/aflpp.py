@@ -82,7 +82,7 @@ class AflConfig:
     reject_exit: int = 1
     reject_names: tuple[str, ...] = ()
     env: Mapping[str, str] = dataclasses.field(default_factory=dict)
-    grace_s: float = 15.0
+    grace_s: float = 2.0
 
 
 def afl_fuzz() -> str | None:
@@ -171,8 +171,11 @@ class _Judge:
             self.judge(data, afl_kind)
 
 
-def _prepare_seeds(config: AflConfig, judge: _Judge, folder: str) -> int:
-    """Write the seeds afl-fuzz may start from; crashing and hanging ones are findings instead."""
+def _prepare_seeds(config: AflConfig, judge: _Judge, folder: str, deadline: float) -> int:
+    """Write the seeds afl-fuzz may start from; crashing and hanging ones are findings instead.
+
+    Those not tried by ``deadline`` (half the campaign) are left out: --seconds bounds the whole run.
+    """
     shutil.rmtree(folder, ignore_errors=True)
     os.makedirs(folder)
     files = dict(seed_files())
@@ -184,6 +187,8 @@ def _prepare_seeds(config: AflConfig, judge: _Judge, folder: str) -> int:
         files[hashlib.sha1(data, usedforsecurity=False).hexdigest()[:16]] = data
     kept = 0
     for name, data in files.items():
+        if time.monotonic() > deadline and kept:
+            break
         # Only the binary's verdict here (one process each); the oracle
         # judges the seeds when they come back as queue entries, and judges
         # a crashing or hanging one now.
@@ -282,7 +287,7 @@ def _progress(config: AflConfig, start: float, node: str, judge: _Judge) -> str:
         else "execs - (afl-fuzz reports them once a minute)"
     )
     return (
-        f"[loader-under-test/{ENGINE}] {elapsed:5.0f}s  {execs}  edges {stats.get('edges_found', '-')}  "
+        f"[loader-under-test/{ENGINE}] {elapsed:5.0f}s  {execs}  loader edges {stats.get('edges_found', '-')}  "
         f"corpus {_count(os.path.join(node, 'queue'))}  crashes {_count(os.path.join(node, 'crashes'))}  "
         f"hangs {_count(os.path.join(node, 'hangs'))}  judged {judge.judged}  "
         f"findings {_fuzz_yours.count_findings(config.out_dir)}"
@@ -391,7 +396,8 @@ def run(config: AflConfig, out: Callable[[str], None] = print) -> Summary:
         f.write(dictionary_text())
     judge = _Judge(config)
     start = time.monotonic()
-    if _prepare_seeds(config, judge, in_dir) == 0:
+    out(f"[loader-under-test/{ENGINE}] running the seeds through the loader before afl-fuzz starts")
+    if _prepare_seeds(config, judge, in_dir, start + config.seconds / 2) == 0:
         msg = "every seed crashes or hangs the loader: nothing left for afl-fuzz to start from"
         raise AflError(msg)
     judge.loader.timeout_s = config.timeout_s
@@ -426,6 +432,7 @@ def run(config: AflConfig, out: Callable[[str], None] = print) -> Summary:
         cpu_seconds=sum(resource.getrusage(resource.RUSAGE_CHILDREN)[:2]) - cpu_before,
         execs=_int(stats.get("execs_done")),
         coverage=_int(stats.get("edges_found")),
+        coverage_label="loader edges",
         corpus=_int(stats.get("corpus_count")),
         found=_fuzz_yours.count_findings(config.out_dir),
     )

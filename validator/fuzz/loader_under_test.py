@@ -391,6 +391,11 @@ def read_findings(out_dir: str, foreign: list[str] | None = None) -> list[dict[s
     return found
 
 
+def read_note(reproducer: str) -> dict[str, Any] | None:
+    """The note recorded beside a reproducer (its category, detail and size), or None."""
+    return _note(reproducer.removesuffix(".safetensors") + ".json")
+
+
 def _lmode(path: str) -> int:
     try:
         return os.lstat(path).st_mode
