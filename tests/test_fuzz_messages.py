@@ -21,8 +21,11 @@ def _file(number: bytes) -> bytes:
     [
         (
             b"1.7976931348623158e308",
-            "number 1.7976931348623158e308 fits an f64, but serde_json's float parser (without float_roundtrip, "
-            "as safetensors 0.8.0 builds it) overflows to infinity on it and rejects it as out of range",
+            (
+                "number 1.7976931348623158e308 fits an f64, but serde_json's float parser (without "
+                "float_roundtrip, as safetensors 0.8.0 builds it) overflows to infinity on it and rejects it as "
+                "out of range"
+            ),
         ),
         (b"1.8e308", "number 1.8e308 is out of range for f64"),
     ],
