@@ -169,3 +169,39 @@ def test_a_run_leaves_no_temporary_files_and_no_shared_corpus(tmp_path: Path) ->
     shared = _fuzz(tmp_path, "--loader", "fuzz.examples.naive_loader:load", "--seconds", "2", "--workdir", str(work))
     assert shared.returncode == 1, shared.stdout + shared.stderr
     assert any((work / "loader-under-test" / "corpus").iterdir())  # --workdir keeps it, to share on purpose
+
+
+def test_an_out_that_is_a_file_is_a_usage_error(tmp_path: Path) -> None:
+    taken = tmp_path / "taken"
+    taken.write_text("a file of the user's")
+    done = _fuzz(tmp_path, "--loader", "fuzz.examples.naive_loader:load", "--out", str(taken), "--seconds", "2")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr == f"stcheck fuzz: --out {taken}: not a folder\n"
+    assert taken.read_text() == "a file of the user's"
+
+
+@pytest.mark.slow
+def test_an_interrupted_campaign_reports_what_it_found_and_exits_130(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "validator", "fuzz", "loader-under-test", "--loader", "fuzz.examples.naive_loader:load"],
+        cwd=ROOT,
+        env=_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    findings = tmp_path / "cache" / "stcheck" / "loader-findings"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list(findings.glob("*/*.json")):
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out + err
+    assert "Traceback" not in err
+    assert err.startswith("stcheck fuzz: interrupted; what was found so far:\n"), err
+    assert err.endswith("stcheck: interrupted\n"), err
+    assert "problem classes (reproducers in " in out
+    assert not list((tmp_path / "cache" / "stcheck" / "fuzz").iterdir())

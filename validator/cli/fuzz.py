@@ -4,7 +4,7 @@
 # command imports neither atheris nor numpy: both load only when a campaign
 # or a target needs them, and a missing atheris is a usage error (exit 2)
 # that says which extra to install.
-# ruff: noqa: PLC0415, PTH100, PTH103, PTH106, PTH107, PTH113, PTH118, PTH119, PTH123, T201
+# ruff: noqa: PLC0415, PTH100, PTH103, PTH106, PTH107, PTH112, PTH113, PTH118, PTH119, PTH123, T201
 # Lazy imports: atheris, numpy, hypothesis and safetensors load, only where used.
 # Paths: os.path and open(), like the rest of the package.
 # A command-line module prints.
@@ -246,6 +246,25 @@ def _probe_persistent(args: argparse.Namespace) -> str | None:
     return None
 
 
+def _prepare_out(args: argparse.Namespace) -> str | None:
+    """Why --out cannot hold reproducers, or None: it exists now (a new folder of the
+    run's own when not given; made here, it counts as the run's own too)."""
+    args.fresh_out = args.out is None and not args.replay
+    if args.fresh_out:
+        args.out = _fresh_out()
+        return None
+    if args.replay or os.path.isdir(args.out):
+        return None
+    if os.path.lexists(args.out):
+        return f"--out {escape_path(args.out)}: not a folder"
+    try:
+        os.makedirs(args.out)
+    except OSError as exc:
+        return f"--out {escape_path(args.out)}: cannot make it ({escape_line(exc.strerror or str(exc))})"
+    args.fresh_out = True  # removed again if the run leaves it empty
+    return None
+
+
 def _stale_out(args: argparse.Namespace) -> str | None:
     """Why --out cannot take this run's findings, or None (after --overwrite clears it)."""
     from validator.fuzz.loader_under_test import read_findings
@@ -285,9 +304,10 @@ def _loader_env(args: argparse.Namespace) -> dict[str, str] | None:  # noqa: C90
             hint = "write it MODULE:NAME (builtins:KeyError, mypkg.errors:Bad)"
             print(f"stcheck fuzz: --reject-exception {escape_line(spec)}: {hint}", file=sys.stderr)
             return None
-    args.fresh_out = args.out is None and not args.replay
-    if args.fresh_out:
-        args.out = _fresh_out()
+    problem = _prepare_out(args)
+    if problem is not None:
+        print(f"stcheck fuzz: {problem}", file=sys.stderr)
+        return None
     env = {
         "STCHECK_FUZZ_LOADER_INPUT": args.loader_input,
         "STCHECK_FUZZ_LOADER_REJECT": ",".join(args.reject_exception),
@@ -478,6 +498,13 @@ def _export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _found_count(out_dir: str | None) -> int:
+    """How many problem classes ``out_dir`` holds (0 for none, or no folder)."""
+    from validator.fuzz.loader_under_test import count_findings
+
+    return count_findings(out_dir) if out_dir else 0
+
+
 def _seconds_left(args: argparse.Namespace) -> float:
     """What is left of --seconds after the checks before the campaign (at least one second)."""
     started: float = args.started
@@ -530,6 +557,11 @@ def run(args: argparse.Namespace) -> int:
             os.makedirs(base, exist_ok=True)
             own_workdir = args.workdir = tempfile.mkdtemp(prefix=time.strftime("run-%Y%m%d-%H%M%S-"), dir=base)
         return _run(args, env)
+    except KeyboardInterrupt:
+        if args.target == LOADER_UNDER_TEST and not args.replay and _found_count(args.out):
+            print("stcheck fuzz: interrupted; what was found so far:", file=sys.stderr)
+            _print_loader_report(args.out, args)
+        raise
     finally:
         if own_workdir is not None:
             shutil.rmtree(own_workdir, ignore_errors=True)
