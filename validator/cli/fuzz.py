@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from validator._display import escape_line, escape_path, plural
 from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
@@ -278,7 +278,8 @@ def _stale_out(args: argparse.Namespace) -> str | None:
             "remove them, choose another --out, or pass --overwrite"
         )
     for entry in earlier:
-        for path in (entry["path"], entry["path"].removesuffix(".safetensors") + ".json"):
+        causes = [cause["path"] for cause in entry["causes"]]
+        for path in (entry["path"], entry["path"].removesuffix(".safetensors") + ".json", *causes):
             with contextlib.suppress(FileNotFoundError):
                 os.remove(path)
     return None
@@ -404,6 +405,7 @@ def _print_loader_report(out_dir: str, args: argparse.Namespace) -> int:
         else:
             print(f"      {escape_line(detail[:400])}")
             print(f"      {escape_path(_shown(path))} ({entry['size']} bytes)")
+        _print_causes(entry["causes"])
     flag = f"--loader {shlex.quote(args.loader)}" if args.loader else f"--loader-cmd {shlex.quote(args.loader_cmd)}"
     if args.engine == AFLPP:
         flag = f"--engine {AFLPP} {flag}"
@@ -419,6 +421,24 @@ def _print_loader_report(out_dir: str, args: argparse.Namespace) -> int:
         where = escape_path(_shown(hangs[0]["path"]))
         print(f"replay the hang under a time limit: {limit}stcheck fuzz loader-under-test {flag} --replay {where}")
     return EXIT_INVALID
+
+
+def _print_causes(causes: list[dict[str, Any]], most: int = 8) -> None:
+    """The distinct causes within one class, most seen first, each with its own reproducer.
+
+    One cause is the class itself: only how often it was seen is worth a line.
+    """
+    if len(causes) == 1:
+        print(f"      seen {causes[0]['count']}x, one cause: {escape_line(causes[0]['cause'][:160])}")
+        return
+    if not causes:
+        return
+    print(f"      {len(causes)} causes, most seen first:")
+    for cause in causes[:most]:
+        where = escape_path(_shown(cause["path"]))
+        print(f"        {cause['count']:>6}x  {escape_line(cause['cause'][:160])}  {where}")
+    if len(causes) > most:
+        print(f"        [... {len(causes) - most} more]")
 
 
 def _same(path: str, _category: str) -> str:

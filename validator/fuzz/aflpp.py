@@ -146,13 +146,14 @@ class _Judge:
             return []
         self.digests.add(digest)
         self.judged += 1
-        found = _fuzz_yours.classify(self.loader, data, self.where)
+        found, outcome = _fuzz_yours.examine(self.loader, data, self.where)
         if afl_kind and not any(c.startswith(("crash:", "hang")) for c, _ in found):
             # AFL++ saw it crash or hang, the replay did not: flaky, or state
             # carried over inside a persistent loop.  Still a finding.
             found.append((f"{afl_kind}:not-reproduced" if afl_kind == "crash" else "hang", "afl-fuzz: " + afl_kind))
         for category, detail in found:
-            _fuzz_yours.record(self.config.out_dir, category, detail, data)
+            cause = _fuzz_yours.cause_of(category, detail, outcome)
+            _fuzz_yours.record(self.config.out_dir, category, detail, data, cause=cause)
         return found
 
     def sweep(self, folder: str, afl_kind: str = "") -> None:

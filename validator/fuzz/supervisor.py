@@ -294,7 +294,7 @@ class _Campaign:
             category = {"timeout": "hang", "oom": "out-of-memory"}.get(kind, f"crash:{sig}")
             with open(artifact, "rb") as f:
                 data = f.read()
-            _fuzz_yours.record(out_dir, category, sig, data)
+            _fuzz_yours.record(out_dir, category, sig, data, cause=sig)
             path = _fuzz_yours.reproducer_path(out_dir, category)
             return Finding(kind, sig, path, len(data), f"stcheck fuzz {cfg.target} --replay {shlex.quote(path)}")
         dest_dir = os.path.join(cfg.regressions, cfg.target)
