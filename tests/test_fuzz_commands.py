@@ -34,7 +34,7 @@ OWN_TARGETS = frozenset({"validate", "differential", "loader", "roundtrip", "hyp
 # the built harnesses, {OUT} a fresh --out, {KIT} an export folder.
 NAIVE = "fuzz.examples.naive_loader:load"
 COMMANDS: dict[str, str] = {
-    "python-loader": f"loader-under-test --loader {NAIVE} --seconds 20 --interval 5",
+    "python-loader": f"loader-under-test --loader {NAIVE} --seconds 12 --interval 5",
     "python-replay": f"loader-under-test --loader {NAIVE} --replay {{OUT}}",
     "python-replay-one": f"loader-under-test --loader {NAIVE} --replay {{OUT}}/crash_struct.error.safetensors",
     "own-package": "loader-under-test --loader fuzz.mine:load_bytes --loader-input bytes --seconds 6",
@@ -151,7 +151,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.slow
 def test_readme_python_example_finds_the_naive_loaders_classes_and_replays_them(tmp_path: Path) -> None:
-    """The README's example, from the checkout's root: its classes within 30 s, then its replay line."""
+    """The README's example, from the checkout's root: its classes within 30 s (12 here), then its replay lines."""
     done = _stcheck("python-loader", tmp_path, timeout=60)
     assert done.returncode == 1, done.stdout + done.stderr
     classes = _classes(done.stdout)

@@ -168,7 +168,8 @@ def test_a_run_leaves_no_temporary_files_and_no_shared_corpus(tmp_path: Path) ->
     work = tmp_path / "work"
     shared = _fuzz(tmp_path, "--loader", "fuzz.examples.naive_loader:load", "--seconds", "2", "--workdir", str(work))
     assert shared.returncode == 1, shared.stdout + shared.stderr
-    assert any((work / "loader-under-test" / "corpus").iterdir())  # --workdir keeps it, to share on purpose
+    assert (work / "loader-under-test" / "corpus").is_dir()  # --workdir keeps it, to share on purpose
+    assert any((work / "seeds").iterdir())
 
 
 def test_an_out_that_is_a_file_is_a_usage_error(tmp_path: Path) -> None:
