@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -218,7 +219,10 @@ def test_persistent_harnesses_as_documented(tmp_path: Path, built: Path, name: s
 @pytest.mark.slow
 @pytest.mark.skipif(NO_AFL, reason=AFL_REASON)
 def test_engine_aflpp_with_cmplog_then_its_replay(tmp_path: Path, built: Path) -> None:
+    start = time.monotonic()
     done = _stcheck("aflpp", tmp_path, H=str(built), timeout=90)
+    took = time.monotonic() - start
+    assert took < 8 + 4, f"{took:.1f}s for --seconds 8: seeds, afl-fuzz and the judge's sweeps all within it"
     assert done.returncode == 1, done.stdout + done.stderr
     assert any(c.startswith("accepts-invalid:") for c in _classes(done.stdout)), done.stdout
     assert "loader edges " in done.stdout  # AFL++ measures the loader's own edges

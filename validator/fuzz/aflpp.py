@@ -156,20 +156,26 @@ class _Judge:
             _fuzz_yours.record(self.config.out_dir, category, detail, data, cause=cause)
         return found
 
-    def sweep(self, folder: str, afl_kind: str = "") -> None:
-        """Judge the files of ``folder`` not judged yet."""
+    def sweep(self, folder: str, afl_kind: str = "", until: float = float("inf")) -> int:
+        """Judge the files of ``folder`` not judged yet, until the monotonic time ``until``;
+        how many were left unjudged."""
         try:
             names = sorted(os.listdir(folder))
         except OSError:
-            return
+            return 0
+        left = 0
         for name in names:
             path = os.path.join(folder, name)
             if name in _SIDE or path in self.seen or not os.path.isfile(path):
+                continue
+            if time.monotonic() > until:
+                left += 1
                 continue
             self.seen.add(path)
             with open(path, "rb") as f:
                 data = f.read()
             self.judge(data, afl_kind)
+        return left
 
 
 def _prepare_seeds(config: AflConfig, judge: _Judge, folder: str, deadline: float) -> int:
@@ -190,11 +196,10 @@ def _prepare_seeds(config: AflConfig, judge: _Judge, folder: str, deadline: floa
     for name, data in files.items():
         if time.monotonic() > deadline and kept:
             break
-        # Only the binary's verdict here (one process each); the oracle
-        # judges the seeds when they come back as queue entries, and judges
-        # a crashing or hanging one now.
-        if judge.loader.run(data).crashed:
-            judge.judge(data)
+        # Judged now (one process each, the oracle beside it): the seed's
+        # queue entry is then not judged again, and a crashing or hanging
+        # seed stays out of afl-fuzz's folder.
+        if any(category.startswith(("crash:", "hang")) for category, _ in judge.judge(data)):
             continue
         with open(os.path.join(folder, name), "wb") as f:
             f.write(data)
@@ -295,9 +300,10 @@ def _progress(config: AflConfig, start: float, node: str, judge: _Judge) -> str:
     )
 
 
-def _sweep_all(judge: _Judge, node: str) -> None:
-    for folder, kind in (("crashes", "crash"), ("hangs", "hang"), ("queue", "")):
-        judge.sweep(os.path.join(node, folder), kind)
+def _sweep_all(judge: _Judge, node: str, until: float) -> int:
+    """Judge AFL++'s new crashes, hangs and queue entries until ``until``; how many were left."""
+    kinds = (("crashes", "crash"), ("hangs", "hang"), ("queue", ""))
+    return sum(judge.sweep(os.path.join(node, folder), kind, until) for folder, kind in kinds)
 
 
 def _watch(
@@ -324,7 +330,7 @@ def _watch(
                     time.sleep(0.5)
                     if time.monotonic() - last >= config.interval_s:
                         last = time.monotonic()
-                        _sweep_all(judge, node)
+                        _sweep_all(judge, node, deadline)
                         out(_progress(config, start, node, judge))
                     if time.monotonic() > deadline:
                         _stop(proc, signal.SIGINT)  # afl-fuzz writes its stats on SIGINT
@@ -425,8 +431,10 @@ def run(config: AflConfig, out: Callable[[str], None] = print) -> Summary:
     stats = read_stats(os.path.join(node, "fuzzer_stats"))
     if not stats:
         raise AflError(_abort_reason(log_path))
-    _sweep_all(judge, node)
+    left = _sweep_all(judge, node, start + config.seconds + config.grace_s)
     out(_progress(config, start, node, judge))
+    if left:
+        out(f"[loader-under-test/{ENGINE}] time is up: {left} of afl-fuzz's new inputs were not judged by the oracle")
     summary = Summary(
         target="loader-under-test",
         seconds=time.monotonic() - start,
