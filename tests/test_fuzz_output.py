@@ -163,6 +163,7 @@ def test_a_run_leaves_no_temporary_files_and_no_shared_corpus(tmp_path: Path) ->
     assert "hang" in done.stdout
     # The callable is replayed in stcheck's process: the hang's replay line carries a time limit.
     assert "replay the hang under a time limit: timeout 7 stcheck fuzz loader-under-test --loader" in done.stdout
+    assert "reproduce: timeout 7 stcheck fuzz loader-under-test --loader slow_loader:load --replay " in done.stdout
     assert not list((tmp_path / "tmp").iterdir())  # no stcheck-loader-* left
     assert not list((tmp_path / "cache" / "stcheck" / "fuzz").iterdir())  # the run's own corpus, removed
     work = tmp_path / "work"

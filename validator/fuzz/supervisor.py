@@ -296,7 +296,12 @@ class _Campaign:
                 data = f.read()
             _fuzz_yours.record(out_dir, category, sig, data, cause=sig)
             path = _fuzz_yours.reproducer_path(out_dir, category)
-            return Finding(kind, sig, path, len(data), f"stcheck fuzz {cfg.target} --replay {shlex.quote(path)}")
+            loader = cfg.env.get(_fuzz_yours.ENV_LOADER)
+            flags = f"--loader {shlex.quote(loader)}" if loader else _command_flags(cfg.env)
+            # A callable is replayed in stcheck's own process: a hang needs a time limit around it.
+            limit = f"timeout {cfg.timeout_s * 2 + 5} " if kind == "timeout" and loader else ""
+            reproduce = f"{limit}stcheck fuzz {cfg.target} {flags} --replay {shlex.quote(path)}"
+            return Finding(kind, sig, path, len(data), reproduce)
         dest_dir = os.path.join(cfg.regressions, cfg.target)
         os.makedirs(dest_dir, exist_ok=True)
         small = artifact + ".min"
@@ -407,6 +412,16 @@ def run(config: Config, out: Callable[[str], None] = print) -> Summary:
         found=campaign.found(),
         engine_said=_last_lines(campaign.last_output),
     )
+
+
+def _command_flags(env: Mapping[str, str]) -> str:
+    """The --loader-cmd flags of a campaign, from the environment the CLI gave the engine."""
+    from validator.fuzz import loader_under_test as _fuzz_yours
+
+    flags = f"--loader-cmd {shlex.quote(env.get(_fuzz_yours.ENV_LOADER_CMD, ''))}"
+    if env.get(_fuzz_yours.ENV_PERSISTENT) == "1":
+        flags = f"--persistent {flags}"
+    return f"{flags} --timeout {env.get(_fuzz_yours.ENV_TIMEOUT, '10')}"
 
 
 def _coverage_label(target: str) -> str:
