@@ -49,6 +49,7 @@ COMMANDS: dict[str, str] = {
         f"loader-under-test --persistent --loader-cmd '{sys.executable} fuzz/harness/loader_harness.py {NAIVE}' "
         "--seconds 6"
     ),
+    "planted-cause": "loader-under-test --persistent --loader-cmd '{H}/planted-empty --persistent' --seconds 5",
     "aflpp": (
         "loader-under-test --engine aflpp --loader-cmd '{H}/planted-afl @@' --cmplog {H}/planted-cmplog --seconds 8"
     ),
@@ -214,6 +215,19 @@ def test_persistent_harnesses_as_documented(tmp_path: Path, built: Path, name: s
     assert any(c.startswith("accepts-invalid:") for c in classes), done.stdout
     if name == "persistent-python":
         assert "crash:struct.error" in classes, done.stdout
+
+
+@pytest.mark.slow
+def test_a_planted_second_cause_shows_beside_the_first_in_its_class(tmp_path: Path, built: Path) -> None:
+    """The naive C loader built with a backwards empty-tensor rule: rejects-valid has two causes, each with a file."""
+    done = _stcheck("planted-cause", tmp_path, H=str(built), timeout=60)
+    assert done.returncode == 1, done.stdout + done.stderr
+    m = re.search(r"^  rejects-valid .*?(?=^  \S|^replay)", done.stdout, flags=re.MULTILINE | re.DOTALL)
+    assert m is not None, done.stdout
+    block = m.group()
+    assert "      2 causes, most seen first:\n" in block, block
+    assert re.search(r"\d+x  empty tensors are not supported  \S+rejects-valid@\w{8}\.safetensors", block), block
+    assert re.search(r"\d+x  the header does not start with '\{'  \S+rejects-valid@\w{8}\.safetensors", block), block
 
 
 @pytest.mark.slow

@@ -325,7 +325,8 @@ def cause_of(category: str, detail: str, outcome: Outcome) -> str:
         if frames:
             file, line, function = frames[-1]
             return f"{os.path.basename(file)}:{line} ({function})"
-    return _NUMBER.sub("N", escape_line(detail))[:160]
+    reason = outcome.detail if category == "rejects-valid" and outcome.detail else detail  # the loader's own
+    return _NUMBER.sub("N", escape_line(reason))[:160]
 
 
 def cause_path(out_dir: str, category: str, cause: str) -> str:
