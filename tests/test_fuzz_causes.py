@@ -74,3 +74,15 @@ def test_two_causes_in_one_class_each_keep_a_reproducer_and_a_count(
 )
 def test_the_cause_of_each_kind_of_finding(category: str, detail: str, trace: str, cause: str) -> None:
     assert lut.cause_of(category, detail, lut.Outcome(accepted=False, trace=trace)) == cause
+
+
+def test_the_note_with_its_causes_follows_the_shipped_schema(tmp_path: Path) -> None:
+    import json
+
+    from tests.test_output_schemas import checker
+
+    lut.record(str(tmp_path), "crash:KeyError", "KeyError: 'a'", b"abc", cause="mine.py:7 (load)")
+    lut.record(str(tmp_path), "crash:KeyError", "KeyError: 'b'", b"ab", cause="mine.py:9 (load)")
+    note = json.loads((tmp_path / "crash_KeyError.json").read_text(encoding="utf-8"))
+    assert sorted(note["causes"]) == ["mine.py:7 (load)", "mine.py:9 (load)"]
+    checker("loader-finding.schema.json").validate(note)
