@@ -76,6 +76,7 @@ def test_the_cause_of_each_kind_of_finding(category: str, detail: str, trace: st
     assert lut.cause_of(category, detail, lut.Outcome(accepted=False, trace=trace)) == cause
 
 
+@pytest.mark.slow  # importing jsonschema takes seconds
 def test_the_note_with_its_causes_follows_the_shipped_schema(tmp_path: Path) -> None:
     import json
 
