@@ -271,7 +271,8 @@ def test_the_default_output_stays_out_of_the_users_project(tmp_path, capsys, mon
     assert code == 1, err
     assert sorted(p.name for p in project.iterdir()) == ["corpus"]  # nothing written here
     [config] = seen
-    assert config.workdir == str(cache / "stcheck" / "fuzz")
+    assert Path(config.workdir).parent == cache / "stcheck" / "fuzz"  # this run's own, under the cache
+    assert not Path(config.workdir).exists()  # and removed at its end
     out_dir = Path(config.env[yours.ENV_OUT])
     assert out_dir.parent == cache / "stcheck" / "loader-findings"
     assert f"problem classes (reproducers in {out_dir})" in out
@@ -280,6 +281,7 @@ def test_the_default_output_stays_out_of_the_users_project(tmp_path, capsys, mon
     code, _, err = _fuzz(capsys, "--loader", NAIVE, "--seconds", "1")
     assert code == 1, err
     assert Path(seen[1].env[yours.ENV_OUT]) != out_dir
+    assert seen[1].workdir != config.workdir
 
 
 def test_install_hint_works_from_a_checkout(capsys, monkeypatch):

@@ -25,6 +25,7 @@
 # stops the token code takes over and meets any error itself.
 from __future__ import annotations
 
+import math
 import re
 from json.decoder import c_scanstring, scanstring  # type: ignore[attr-defined]
 from typing import Final, TypeAlias
@@ -325,8 +326,21 @@ def _number(buf: bytes, pos: int, base: int) -> tuple[int | float, int]:
     text = m.group()
     value = number(text)
     if value is None:
-        raise JsonError("json-number", base + pos, f"number {text[:40].decode()} is out of range for f64")
+        raise JsonError("json-number", base + pos, _out_of_range(text))
     return value, end
+
+
+def _out_of_range(text: bytes) -> str:
+    """Why serde_json refuses a number token: beyond f64, or only beyond its own arithmetic."""
+    shown = text[:40].decode()
+    if math.isfinite(float(text)):
+        # 1.7976931348623158e308 is f64::MAX itself; serde_json without float_roundtrip
+        # computes 17976931348623158 * 1e292 in f64 steps, which overflow.
+        return (
+            f"number {shown} fits an f64, but serde_json's float parser (without float_roundtrip, as "
+            "safetensors 0.8.0 builds it) overflows to infinity on it and rejects it as out of range"
+        )
+    return f"number {shown} is out of range for f64"
 
 
 def _scalar_end(buf: bytes, pos: int, base: int) -> int:

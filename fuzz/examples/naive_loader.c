@@ -12,6 +12,9 @@
  * A fuzzer guided by the loader's own coverage reaches it one condition at a
  * time; one guided by stcheck's coverage has to guess all of it at once.
  *
+ * Built with -DSTCHECK_PLANTED_EMPTY it refuses every file holding an
+ * empty tensor ("empty tensors are not supported"), valid ones included.
+ *
  * Standalone (no STCHECK_HARNESS): `naive_loader FILE` follows the exit
  * protocol of validator/harness/rejection.py: exit 0 accepts, exit 1
  * rejects (a reason on stderr); a signal is a crash.  Inside
@@ -68,6 +71,25 @@ int naive_load(const char *path, const char **reason) {
         *reason = "the header does not start with '{'";
         return 1;
     }
+#ifdef STCHECK_PLANTED_EMPTY
+    /* A second planted bug, for triage by cause: a backwards rule that
+     * refuses every file holding an empty tensor, valid ones included.  The
+     * rejects-valid class then has two causes, this reason and the one above,
+     * and only the shorter one is the class's reproducer. */
+    char *text = malloc(n + 1);
+    if (text != NULL) {
+        size_t read = fseek(f, 8, SEEK_SET) == 0 ? fread(text, 1, n, f) : 0;
+        text[read] = '\0';
+        int empty = strstr(text, "\"shape\":[0") != NULL;
+        free(text);
+        if (empty) {
+            fclose(f);
+            *reason = "empty tensors are not supported";
+            return 1;
+        }
+    }
+    fseek(f, 9, SEEK_SET);
+#endif
 #ifdef STCHECK_PLANTED
     char *header = malloc(n + 1);
     if (header != NULL) {

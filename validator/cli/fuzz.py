@@ -4,7 +4,7 @@
 # command imports neither atheris nor numpy: both load only when a campaign
 # or a target needs them, and a missing atheris is a usage error (exit 2)
 # that says which extra to install.
-# ruff: noqa: PLC0415, PTH100, PTH103, PTH106, PTH107, PTH113, PTH118, PTH120, PTH123, T201
+# ruff: noqa: PLC0415, PTH100, PTH103, PTH106, PTH107, PTH112, PTH113, PTH118, PTH119, PTH123, T201
 # Lazy imports: atheris, numpy, hypothesis and safetensors load, only where used.
 # Paths: os.path and open(), like the rest of the package.
 # A command-line module prints.
@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from validator._display import escape_line, escape_path, plural
 from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
@@ -84,7 +84,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--workdir",
-        help="working corpus and artifacts (default: ~/.cache/stcheck/fuzz, or under $XDG_CACHE_HOME)",
+        help="working corpus and artifacts, kept to share between runs (default: a folder of this run's "
+        "own under ~/.cache/stcheck/fuzz, or under $XDG_CACHE_HOME, removed at the end)",
     )
     p.add_argument(
         "--regressions",
@@ -179,9 +180,9 @@ def _check_loader(args: argparse.Namespace, env: dict[str, str]) -> str | None:
             return f"--loader-cmd: {argv[0] if argv else '(empty)'}: command not found"
         return None
     probe = "from validator.fuzz.loader_under_test import from_env; from_env()"
-    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    child = {**os.environ, **env}
-    child["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, child.get("PYTHONPATH", "")]))
+    from validator.fuzz._child import child_env
+
+    child = child_env(env)
     try:
         done = subprocess.run(  # noqa: S603 - our own interpreter
             [sys.executable, "-c", probe], env=child, capture_output=True, text=True, timeout=120, check=False
@@ -245,6 +246,25 @@ def _probe_persistent(args: argparse.Namespace) -> str | None:
     return None
 
 
+def _prepare_out(args: argparse.Namespace) -> str | None:
+    """Why --out cannot hold reproducers, or None: it exists now (a new folder of the
+    run's own when not given; made here, it counts as the run's own too)."""
+    args.fresh_out = args.out is None and not args.replay
+    if args.fresh_out:
+        args.out = _fresh_out()
+        return None
+    if args.replay or os.path.isdir(args.out):
+        return None
+    if os.path.lexists(args.out):
+        return f"--out {escape_path(args.out)}: not a folder"
+    try:
+        os.makedirs(args.out)
+    except OSError as exc:
+        return f"--out {escape_path(args.out)}: cannot make it ({escape_line(exc.strerror or str(exc))})"
+    args.fresh_out = True  # removed again if the run leaves it empty
+    return None
+
+
 def _stale_out(args: argparse.Namespace) -> str | None:
     """Why --out cannot take this run's findings, or None (after --overwrite clears it)."""
     from validator.fuzz.loader_under_test import read_findings
@@ -258,7 +278,8 @@ def _stale_out(args: argparse.Namespace) -> str | None:
             "remove them, choose another --out, or pass --overwrite"
         )
     for entry in earlier:
-        for path in (entry["path"], entry["path"].removesuffix(".safetensors") + ".json"):
+        causes = [cause["path"] for cause in entry["causes"]]
+        for path in (entry["path"], entry["path"].removesuffix(".safetensors") + ".json", *causes):
             with contextlib.suppress(FileNotFoundError):
                 os.remove(path)
     return None
@@ -284,9 +305,10 @@ def _loader_env(args: argparse.Namespace) -> dict[str, str] | None:  # noqa: C90
             hint = "write it MODULE:NAME (builtins:KeyError, mypkg.errors:Bad)"
             print(f"stcheck fuzz: --reject-exception {escape_line(spec)}: {hint}", file=sys.stderr)
             return None
-    args.fresh_out = args.out is None and not args.replay
-    if args.fresh_out:
-        args.out = _fresh_out()
+    problem = _prepare_out(args)
+    if problem is not None:
+        print(f"stcheck fuzz: {problem}", file=sys.stderr)
+        return None
     env = {
         "STCHECK_FUZZ_LOADER_INPUT": args.loader_input,
         "STCHECK_FUZZ_LOADER_REJECT": ",".join(args.reject_exception),
@@ -303,9 +325,9 @@ def _loader_env(args: argparse.Namespace) -> dict[str, str] | None:  # noqa: C90
         env["STCHECK_FUZZ_LOADER_TIMEOUT"] = str(args.timeout)
     else:
         env["STCHECK_FUZZ_LOADER_CMD"] = args.loader_cmd
+        env["STCHECK_FUZZ_LOADER_TIMEOUT"] = str(args.timeout)  # a command counts as hung past --timeout
         if args.persistent:
             env["STCHECK_FUZZ_LOADER_PERSISTENT"] = "1"
-            env["STCHECK_FUZZ_LOADER_TIMEOUT"] = str(args.timeout)
     problem = _check_loader(args, env) or (None if args.replay or args.fresh_out else _stale_out(args))
     if problem is not None:
         print(f"stcheck fuzz: {problem}", file=sys.stderr)
@@ -345,7 +367,7 @@ def _print_summary(summary: Summary) -> None:
     print(
         f"[{summary.target}] done: {summary.execs} execs in {summary.seconds:.0f}s ({summary.execs_per_s:.0f}/s); "
         f"{summary.cpu_seconds:.0f} CPU s ({summary.execs_per_cpu_s:.0f} execs per CPU second); "
-        f"cov {summary.coverage}, corpus {summary.corpus}, "
+        f"{summary.coverage_label} {summary.coverage}, corpus {summary.corpus}, "
         f"findings {max(summary.found, len(summary.findings))}"
     )
     for finding in summary.findings:
@@ -362,13 +384,14 @@ def _shown(path: str) -> str:
 def _print_loader_report(out_dir: str, args: argparse.Namespace) -> int:
     from validator.fuzz.loader_under_test import DESCRIPTIONS, read_findings
 
-    found = read_findings(out_dir)
+    foreign: list[str] = []
+    found = read_findings(out_dir, foreign)
     what = escape_line(args.loader or args.loader_cmd)
     shown = escape_path(_shown(out_dir))
+    if foreign:
+        names = ", ".join(escape_path(os.path.basename(path)) for path in foreign[:5])
+        print(f"stcheck fuzz: skipped {plural(len(foreign), 'file')} in {shown} that stcheck did not write: {names}")
     if not found:
-        if args.fresh_out:
-            with contextlib.suppress(OSError):
-                os.rmdir(out_dir)  # the run's own folder, when it stayed empty
         print(f"loader {what}: no disagreement with safetensors 0.8.0 found")
         return EXIT_OK
     print(f"loader {what}: {len(found)} problem classes (reproducers in {shown})")
@@ -382,13 +405,40 @@ def _print_loader_report(out_dir: str, args: argparse.Namespace) -> int:
         else:
             print(f"      {escape_line(detail[:400])}")
             print(f"      {escape_path(_shown(path))} ({entry['size']} bytes)")
+        _print_causes(entry["causes"])
     flag = f"--loader {shlex.quote(args.loader)}" if args.loader else f"--loader-cmd {shlex.quote(args.loader_cmd)}"
     if args.engine == AFLPP:
         flag = f"--engine {AFLPP} {flag}"
     elif args.persistent:
         flag = f"--persistent {flag}"
+    if args.loader_cmd:
+        flag += f" --timeout {args.timeout}"  # a command's hang is judged by the same limit as in the run
     print(f"replay them, with your loader's traceback: stcheck fuzz loader-under-test {flag} --replay {shown}")
+    hangs = [entry for entry in found if entry["category"] == "hang"]
+    if hangs:
+        # A callable is replayed in stcheck's own process, which no --timeout can stop.
+        limit = f"timeout {args.timeout * 2 + 5} " if args.loader else ""
+        where = escape_path(_shown(hangs[0]["path"]))
+        print(f"replay the hang under a time limit: {limit}stcheck fuzz loader-under-test {flag} --replay {where}")
     return EXIT_INVALID
+
+
+def _print_causes(causes: list[dict[str, Any]], most: int = 8) -> None:
+    """The distinct causes within one class, most seen first, each with its own reproducer.
+
+    One cause is the class itself: only how often it was seen is worth a line.
+    """
+    if len(causes) == 1:
+        print(f"      seen {causes[0]['count']}x, one cause: {escape_line(causes[0]['cause'][:160])}")
+        return
+    if not causes:
+        return
+    print(f"      {len(causes)} causes, most seen first:")
+    for cause in causes[:most]:
+        where = escape_path(_shown(cause["path"]))
+        print(f"        {cause['count']:>6}x  {escape_line(cause['cause'][:160])}  {where}")
+    if len(causes) > most:
+        print(f"        [... {len(causes) - most} more]")
 
 
 def _same(path: str, _category: str) -> str:
@@ -418,6 +468,11 @@ def _replay_loader(args: argparse.Namespace, env: dict[str, str]) -> int:
         problems += bool(found)
         for category, detail in found or [("ok", "the loader agrees with safetensors 0.8.0")]:
             print(f"{shown}: {category}: {detail}")
+        note = _fuzz_yours.read_note(path)
+        if note is not None and note["category"] not in {category for category, _ in found}:
+            # A hang caused by load, a crash fixed since, a loader that changed: say so.
+            now = ", ".join(category for category, _ in found) or "ok"
+            print(f"{shown}: not reproduced: recorded as {escape_line(note['category'])}, now {now}")
         if found and outcome.trace:
             # The loader's own traceback (a callable's frames, a command's stderr).
             for line in outcome.trace.splitlines():
@@ -463,14 +518,27 @@ def _export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _found_count(out_dir: str | None) -> int:
+    """How many problem classes ``out_dir`` holds (0 for none, or no folder)."""
+    from validator.fuzz.loader_under_test import count_findings
+
+    return count_findings(out_dir) if out_dir else 0
+
+
+def _seconds_left(args: argparse.Namespace) -> float:
+    """What is left of --seconds after the checks before the campaign (at least one second)."""
+    started: float = args.started
+    return max(1.0, float(args.seconds) - (time.monotonic() - started))
+
+
 def _run_aflpp(args: argparse.Namespace, env: dict[str, str]) -> int:
     from validator.fuzz.aflpp import AflConfig, AflError
     from validator.fuzz.aflpp import run as run_afl
 
     config = AflConfig(
         command=args.loader_cmd,
-        seconds=args.seconds,
-        workdir=args.workdir or _cache_dir("fuzz"),
+        seconds=_seconds_left(args),
+        workdir=args.workdir,
         out_dir=env["STCHECK_FUZZ_LOADER_OUT"],
         seed_dirs=tuple(args.seeds) or _default_seeds(),
         timeout_s=float(args.timeout),
@@ -490,15 +558,39 @@ def _run_aflpp(args: argparse.Namespace, env: dict[str, str]) -> int:
     return _print_loader_report(env["STCHECK_FUZZ_LOADER_OUT"], args)
 
 
-def run(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one branch per target kind and exit code
+def run(args: argparse.Namespace) -> int:
     if args.target == EXPORT:
         return _export(args)
     if args.directory:
         print(f"stcheck fuzz: only 'export' takes a folder ({escape_line(args.directory)})", file=sys.stderr)
         return EXIT_ERROR
-    env = _loader_env(args)
-    if env is None:
-        return EXIT_ERROR
+    args.fresh_out = False
+    args.started = time.monotonic()  # --seconds bounds the whole run: checks, seeds and engine
+    own_workdir = None
+    try:
+        env = _loader_env(args)
+        if env is None:
+            return EXIT_ERROR
+        if not args.replay and not args.workdir:
+            # A run's own corpus: one campaign's inputs must not seed the next one's, whatever its loader.
+            base = _cache_dir("fuzz")
+            os.makedirs(base, exist_ok=True)
+            own_workdir = args.workdir = tempfile.mkdtemp(prefix=time.strftime("run-%Y%m%d-%H%M%S-"), dir=base)
+        return _run(args, env)
+    except KeyboardInterrupt:
+        if args.target == LOADER_UNDER_TEST and not args.replay and _found_count(args.out):
+            print("stcheck fuzz: interrupted; what was found so far:", file=sys.stderr)
+            _print_loader_report(args.out, args)
+        raise
+    finally:
+        if own_workdir is not None:
+            shutil.rmtree(own_workdir, ignore_errors=True)
+        if args.fresh_out:
+            with contextlib.suppress(OSError):
+                os.rmdir(args.out)  # the run's own folder, when it stayed empty (a failed start)
+
+
+def _run(args: argparse.Namespace, env: dict[str, str]) -> int:  # noqa: C901, PLR0912 - one branch per target kind and exit code
     if args.replay:
         if args.target == LOADER_UNDER_TEST:
             return _replay_loader(args, env)
@@ -524,7 +616,7 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one branch pe
     else:
         targets = (args.target,)
     seeds = tuple(args.seeds) or _default_seeds()
-    share = args.seconds / len(targets)
+    share = _seconds_left(args) / len(targets)
     if args.target == LOADER_UNDER_TEST:
         print(f"[{LOADER_UNDER_TEST}] reproducers go to {escape_path(_shown(args.out))}", flush=True)
     summaries = []
@@ -533,11 +625,11 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one branch pe
             target=target,
             seconds=share,
             jobs=max(1, args.jobs),
-            workdir=args.workdir or _cache_dir("fuzz"),
+            workdir=args.workdir,
             regressions=args.regressions,
             seed_dirs=seeds,
-            # A persistent harness has --timeout per input; the engine's own limit must not come first.
-            timeout_s=args.timeout * 2 + 5 if args.persistent else args.timeout,
+            # A command has --timeout per input (its own hang); the engine's limit must not come first.
+            timeout_s=args.timeout * 2 + 5 if args.loader_cmd else args.timeout,
             rss_limit_mb=args.rss_limit_mb,
             max_len=args.max_len,
             max_findings=args.max_findings,
@@ -552,7 +644,13 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one branch pe
     idle = [s.target for s in summaries if s.execs == 0 and not s.findings and not s.found]
     if idle:
         # The engine never ran an input (it failed to start, or the target
-        # raised at import): that is no evidence of anything.
+        # raised at import): that is no evidence of anything.  What it said
+        # last is the reason.
+        for summary in summaries:
+            if summary.target in idle and summary.engine_said:
+                print(f"[{summary.target}] the engine said:", file=sys.stderr)
+                for line in summary.engine_said.splitlines():
+                    print(f"    {escape_line(line)}", file=sys.stderr)
         print(
             f"stcheck fuzz: {', '.join(idle)}: 0 executions; the target never ran (see the output above)",
             file=sys.stderr,

@@ -19,7 +19,7 @@
 # a minute and at the end), the final figures from fuzzer_stats:
 # execs_done, execs_per_sec, edges_found and bitmap_cvg, the coverage of
 # the loader itself.
-# ruff: noqa: PTH100, PTH103, PTH112, PTH113, PTH118, PTH120, PTH123, PTH206, PTH208
+# ruff: noqa: PTH100, PTH103, PTH112, PTH113, PTH118, PTH123, PTH206, PTH208
 # Paths: os.path and open(), like the rest of the package.
 from __future__ import annotations
 
@@ -37,6 +37,7 @@ import time
 from typing import TYPE_CHECKING, Final
 
 from validator.fuzz import loader_under_test as _fuzz_yours
+from validator.fuzz._child import child_env
 from validator.fuzz.seeds import dictionary_text, seed_files
 from validator.fuzz.supervisor import Summary, replay_paths
 
@@ -81,7 +82,7 @@ class AflConfig:
     reject_exit: int = 1
     reject_names: tuple[str, ...] = ()
     env: Mapping[str, str] = dataclasses.field(default_factory=dict)
-    grace_s: float = 15.0
+    grace_s: float = 2.0
 
 
 def afl_fuzz() -> str | None:
@@ -145,33 +146,43 @@ class _Judge:
             return []
         self.digests.add(digest)
         self.judged += 1
-        found = _fuzz_yours.classify(self.loader, data, self.where)
+        found, outcome = _fuzz_yours.examine(self.loader, data, self.where)
         if afl_kind and not any(c.startswith(("crash:", "hang")) for c, _ in found):
             # AFL++ saw it crash or hang, the replay did not: flaky, or state
             # carried over inside a persistent loop.  Still a finding.
             found.append((f"{afl_kind}:not-reproduced" if afl_kind == "crash" else "hang", "afl-fuzz: " + afl_kind))
         for category, detail in found:
-            _fuzz_yours.record(self.config.out_dir, category, detail, data)
+            cause = _fuzz_yours.cause_of(category, detail, outcome)
+            _fuzz_yours.record(self.config.out_dir, category, detail, data, cause=cause)
         return found
 
-    def sweep(self, folder: str, afl_kind: str = "") -> None:
-        """Judge the files of ``folder`` not judged yet."""
+    def sweep(self, folder: str, afl_kind: str = "", until: float = float("inf")) -> int:
+        """Judge the files of ``folder`` not judged yet, until the monotonic time ``until``;
+        how many were left unjudged."""
         try:
             names = sorted(os.listdir(folder))
         except OSError:
-            return
+            return 0
+        left = 0
         for name in names:
             path = os.path.join(folder, name)
             if name in _SIDE or path in self.seen or not os.path.isfile(path):
+                continue
+            if time.monotonic() > until:
+                left += 1
                 continue
             self.seen.add(path)
             with open(path, "rb") as f:
                 data = f.read()
             self.judge(data, afl_kind)
+        return left
 
 
-def _prepare_seeds(config: AflConfig, judge: _Judge, folder: str) -> int:
-    """Write the seeds afl-fuzz may start from; crashing and hanging ones are findings instead."""
+def _prepare_seeds(config: AflConfig, judge: _Judge, folder: str, deadline: float) -> int:
+    """Write the seeds afl-fuzz may start from; crashing and hanging ones are findings instead.
+
+    Those not tried by ``deadline`` (half the campaign) are left out: --seconds bounds the whole run.
+    """
     shutil.rmtree(folder, ignore_errors=True)
     os.makedirs(folder)
     files = dict(seed_files())
@@ -183,11 +194,12 @@ def _prepare_seeds(config: AflConfig, judge: _Judge, folder: str) -> int:
         files[hashlib.sha1(data, usedforsecurity=False).hexdigest()[:16]] = data
     kept = 0
     for name, data in files.items():
-        # Only the binary's verdict here (one process each); the oracle
-        # judges the seeds when they come back as queue entries, and judges
-        # a crashing or hanging one now.
-        if judge.loader.run(data).crashed:
-            judge.judge(data)
+        if time.monotonic() > deadline and kept:
+            break
+        # Judged now (one process each, the oracle beside it): the seed's
+        # queue entry is then not judged again, and a crashing or hanging
+        # seed stays out of afl-fuzz's folder.
+        if any(category.startswith(("crash:", "hang")) for category, _ in judge.judge(data)):
             continue
         with open(os.path.join(folder, name), "wb") as f:
             f.write(data)
@@ -230,9 +242,7 @@ def _env(config: AflConfig, tmpdir: str | None = None) -> dict[str, str]:
         }
     )
     if config.custom_mutator:
-        package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        env["AFL_PYTHON_MODULE"] = MUTATOR_MODULE
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH", "")]))
+        env = child_env({"AFL_PYTHON_MODULE": MUTATOR_MODULE}, env)
     env.update(config.env)
     if "AFL_NO_AFFINITY" not in env:
         # One core for afl-fuzz and the loader: a wake-up across cores costs
@@ -283,16 +293,17 @@ def _progress(config: AflConfig, start: float, node: str, judge: _Judge) -> str:
         else "execs - (afl-fuzz reports them once a minute)"
     )
     return (
-        f"[loader-under-test/{ENGINE}] {elapsed:5.0f}s  {execs}  edges {stats.get('edges_found', '-')}  "
+        f"[loader-under-test/{ENGINE}] {elapsed:5.0f}s  {execs}  loader edges {stats.get('edges_found', '-')}  "
         f"corpus {_count(os.path.join(node, 'queue'))}  crashes {_count(os.path.join(node, 'crashes'))}  "
         f"hangs {_count(os.path.join(node, 'hangs'))}  judged {judge.judged}  "
         f"findings {_fuzz_yours.count_findings(config.out_dir)}"
     )
 
 
-def _sweep_all(judge: _Judge, node: str) -> None:
-    for folder, kind in (("crashes", "crash"), ("hangs", "hang"), ("queue", "")):
-        judge.sweep(os.path.join(node, folder), kind)
+def _sweep_all(judge: _Judge, node: str, until: float) -> int:
+    """Judge AFL++'s new crashes, hangs and queue entries until ``until``; how many were left."""
+    kinds = (("crashes", "crash"), ("hangs", "hang"), ("queue", ""))
+    return sum(judge.sweep(os.path.join(node, folder), kind, until) for folder, kind in kinds)
 
 
 def _watch(
@@ -319,7 +330,7 @@ def _watch(
                     time.sleep(0.5)
                     if time.monotonic() - last >= config.interval_s:
                         last = time.monotonic()
-                        _sweep_all(judge, node)
+                        _sweep_all(judge, node, deadline)
                         out(_progress(config, start, node, judge))
                     if time.monotonic() > deadline:
                         _stop(proc, signal.SIGINT)  # afl-fuzz writes its stats on SIGINT
@@ -392,7 +403,8 @@ def run(config: AflConfig, out: Callable[[str], None] = print) -> Summary:
         f.write(dictionary_text())
     judge = _Judge(config)
     start = time.monotonic()
-    if _prepare_seeds(config, judge, in_dir) == 0:
+    out(f"[loader-under-test/{ENGINE}] running the seeds through the loader before afl-fuzz starts")
+    if _prepare_seeds(config, judge, in_dir, start + config.seconds / 2) == 0:
         msg = "every seed crashes or hangs the loader: nothing left for afl-fuzz to start from"
         raise AflError(msg)
     judge.loader.timeout_s = config.timeout_s
@@ -419,14 +431,17 @@ def run(config: AflConfig, out: Callable[[str], None] = print) -> Summary:
     stats = read_stats(os.path.join(node, "fuzzer_stats"))
     if not stats:
         raise AflError(_abort_reason(log_path))
-    _sweep_all(judge, node)
+    left = _sweep_all(judge, node, start + config.seconds + config.grace_s)
     out(_progress(config, start, node, judge))
+    if left:
+        out(f"[loader-under-test/{ENGINE}] time is up: {left} of afl-fuzz's new inputs were not judged by the oracle")
     summary = Summary(
         target="loader-under-test",
         seconds=time.monotonic() - start,
         cpu_seconds=sum(resource.getrusage(resource.RUSAGE_CHILDREN)[:2]) - cpu_before,
         execs=_int(stats.get("execs_done")),
         coverage=_int(stats.get("edges_found")),
+        coverage_label="loader edges",
         corpus=_int(stats.get("corpus_count")),
         found=_fuzz_yours.count_findings(config.out_dir),
     )

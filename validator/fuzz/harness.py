@@ -8,9 +8,8 @@
 #
 # The runner starts the engine with BOOT (python -c BOOT TARGET FLAGS...),
 # which imports the package under atheris' import hook so that validator's
-# own modules are coverage-instrumented; the mutator, the runner and the
-# targets' invariant checks are not (their branches say nothing about the
-# code under test, and tracing them cost a quarter of each execution).
+# own modules are coverage-instrumented, all but the one list of
+# validator/fuzz/_uninstrumented.py.
 # ruff: noqa: PLC0415, PTH119, PTH123, T201
 # Lazy imports: atheris, numpy, hypothesis and safetensors load, only where used.
 # Paths: os.path and open(), like the rest of the package.
@@ -35,39 +34,11 @@ if TYPE_CHECKING:
 HYPOTHESIS: Final = "hypothesis"
 LOADER_UNDER_TEST: Final = "loader-under-test"
 ALL_TARGETS: Final = (*TARGETS, HYPOTHESIS, LOADER_UNDER_TEST)
-_NOT_INSTRUMENTED: Final = (
-    "validator.fuzz.harness",
-    "validator.fuzz.mutator",
-    "validator.fuzz.supervisor",
-    "validator.fuzz.seeds",
-    "validator.fuzz.targets",
-    "validator.fuzz.loader_under_test",  # the loader's runner: its branches are not the oracle's
-    "validator.fuzz.persistent",
-    "validator.harness.command",
-    "validator.harness.rejection",
-    "validator.cli.fuzz",
-    "validator.cli.main",
-)
-# Fuzzing someone's loader, the oracle's coverage only steers the inputs
-# toward new verdicts: the branches that say which rule fails are kept, the
-# bookkeeping around them (collecting findings, building the report, their
-# text) is not traced (a quarter of the oracle's cost under atheris).
-_NOT_INSTRUMENTED_FOR_LOADERS: Final = (
-    "validator._check",
-    "validator._display",
-    "validator._findings",
-    "validator._rules",
-    "validator._tiers",
-    "validator._validate",
-    "validator._version",
-)
 BOOT: Final = (
     "import sys, atheris\n"
-    f"_skip = {list(_NOT_INSTRUMENTED)!r}\n"
-    f"if sys.argv[1:2] == [{LOADER_UNDER_TEST!r}]:\n"
-    f"    _skip += {list(_NOT_INSTRUMENTED_FOR_LOADERS)!r}\n"
-    "with atheris.instrument_imports(include=['validator'], exclude=_skip):\n"
-    "    import validator.fuzz.targets, validator.fuzz.loader_under_test, validator.io.loader\n"
+    "from validator.fuzz._uninstrumented import instrumented_import\n"
+    "instrumented_import(atheris, 'validator.fuzz.targets', 'validator.fuzz.loader_under_test', "
+    f"'validator.io.loader', for_loaders=sys.argv[1:2] == [{LOADER_UNDER_TEST!r}])\n"
     "from validator.fuzz import harness\n"
     "harness.fuzz(sys.argv[1], [sys.argv[0], *sys.argv[2:]])\n"
 )

@@ -22,10 +22,12 @@
 # harness process that serves many inputs over the frame protocol of
 # validator/fuzz/persistent.py; a harness that dies is a crash, one that
 # does not answer in time a hang, and the next input starts a new one.
-# ruff: noqa: PTH103, PTH105, PTH109, PTH112, PTH118, PTH123, PTH202, PTH208
+# ruff: noqa: PTH103, PTH105, PTH107, PTH109, PTH112, PTH118, PTH119, PTH123, PTH208
 # Paths: os.path and open(), like the rest of the package.
 from __future__ import annotations
 
+import atexit
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -34,8 +36,10 @@ import json
 import os
 import re
 import shlex
+import stat
 import sys
 import tempfile
+import time
 import traceback
 from typing import TYPE_CHECKING, Any, Final
 
@@ -62,6 +66,11 @@ ENV_PERSISTENT: Final = "STCHECK_FUZZ_LOADER_PERSISTENT"
 ENV_TIMEOUT: Final = "STCHECK_FUZZ_LOADER_TIMEOUT"
 CMD_TIMEOUT_S: Final = 5.0  # below the engine's default -timeout of 10 s
 _TRACE_LINES: Final = (20, 60)  # a long traceback keeps its first and last lines
+_FLUSH_S: Final = 2.0  # how often a campaign writes the counts of causes seen again
+_FRAME: Final = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
+_SANITIZER: Final = re.compile(r"SUMMARY: (\w*Sanitizer: [^\n]*)")
+_ADDRESS: Final = re.compile(r"0x[0-9a-fA-F]+")
+_NUMBER: Final = re.compile(r"\d+")
 
 # What each category means, for the report.
 DESCRIPTIONS: Final = {
@@ -298,46 +307,129 @@ def reproducer_path(out_dir: str, category: str) -> str:
     return os.path.join(out_dir, category_file(category)) + ".safetensors"
 
 
-def record(out_dir: str, category: str, detail: str, data: bytes) -> None:
-    """Keep ``data`` as the reproducer for ``category`` if it is the shortest so far."""
+def cause_of(category: str, detail: str, outcome: Outcome) -> str:
+    """What tells apart the inputs of one class: its root cause, as far as it shows.
+
+    The oracle's rule for accepts-invalid (the class itself); for a crash the
+    sanitizer's summary, else the innermost frame of a Python traceback, else
+    the signal or exit; for the rest the loader's own reason, its numbers
+    written N so that one cause does not split by the sizes in its message.
+    """
+    if category.startswith("accepts-invalid:") or category == "hang":
+        return category.rsplit(":", 1)[-1]
+    if category.startswith("crash:"):
+        m = _SANITIZER.search(outcome.trace)
+        if m is not None:
+            return _ADDRESS.sub("0x?", m.group(1).strip())[:160]
+        frames = _FRAME.findall(outcome.trace)
+        if frames:
+            file, line, function = frames[-1]
+            return f"{os.path.basename(file)}:{line} ({function})"
+    reason = outcome.detail if category == "rejects-valid" and outcome.detail else detail  # the loader's own
+    return _NUMBER.sub("N", escape_line(reason))[:160]
+
+
+def cause_path(out_dir: str, category: str, cause: str) -> str:
+    """Where the reproducer of one cause of ``category`` is kept."""
+    tag = hashlib.sha1(cause.encode(), usedforsecurity=False).hexdigest()[:8]
+    return os.path.join(out_dir, f"{category_file(category)}@{tag}.safetensors")
+
+
+def record(out_dir: str, category: str, detail: str, data: bytes, *, cause: str | None = None, count: int = 1) -> None:
+    """Keep ``data`` as the reproducer for ``category`` if it is the shortest so far,
+    and for its ``cause`` within the class (counted ``count`` more times).
+
+    Every file is written to a fresh temporary file and renamed over the
+    name: a link planted there (by the loader under test, which can write to
+    ``out_dir``) is replaced, never written through.
+    """
     os.makedirs(out_dir, exist_ok=True)
     base = reproducer_path(out_dir, category).removesuffix(".safetensors")
-    try:
-        if os.path.getsize(base + ".safetensors") <= len(data):
-            return
-    except OSError:
-        pass
-    tmp = f"{base}.{os.getpid()}.tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, base + ".safetensors")
-    with open(base + ".json", "w", encoding="utf-8") as f:
+    note = _note(base + ".json")
+    causes: dict[str, dict[str, Any]] = dict(note.get("causes", {})) if note is not None else {}
+    changed = False
+    if cause is not None:
+        entry = dict(causes.get(cause) or {"size": len(data) + 1, "count": 0})
+        entry["count"] += count
+        if len(data) < entry["size"]:
+            path = cause_path(out_dir, category, cause)
+            _replace(out_dir, path, data)
+            entry.update(size=len(data), file=os.path.basename(path))
+        causes[cause] = entry
+        changed = True
+    shorter = note is None or len(data) < note["size"] or not stat.S_ISREG(_lmode(base + ".safetensors"))
+    if shorter:
         digest = hashlib.sha1(data, usedforsecurity=False).hexdigest()
-        json.dump({"category": category, "detail": detail, "size": len(data), "sha1": digest}, f)
+        note = {"category": category, "detail": detail, "size": len(data), "sha1": digest}
+        _replace(out_dir, base + ".safetensors", data)
+    if shorter or changed:
+        assert note is not None
+        _replace(out_dir, base + ".json", json.dumps({**note, "causes": causes}).encode())
+
+
+def add_counts(out_dir: str, category: str, counts: Mapping[str, int]) -> None:
+    """Add to the counts of causes already recorded for ``category`` (no reproducer changes)."""
+    base = reproducer_path(out_dir, category).removesuffix(".safetensors")
+    note = _note(base + ".json")
+    if note is None:
+        return
+    causes = dict(note.get("causes", {}))
+    for cause, count in counts.items():
+        if cause in causes:
+            causes[cause] = {**causes[cause], "count": causes[cause]["count"] + count}
+    _replace(out_dir, base + ".json", json.dumps({**note, "causes": causes}).encode())
+
+
+def _replace(folder: str, path: str, data: bytes) -> None:
+    """Write ``path`` as a new file (temporary name, then rename), whatever is at ``path`` now."""
+    fd, tmp = tempfile.mkstemp(prefix=".stcheck-", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
 
 
 def make_target(loader: LoaderUnderTest, out_dir: str) -> Callable[[bytes], None]:
     """The fuzz target: classify and record, never raise for the loader's faults."""
 
-    # The shortest reproducer kept so far per category, as this process knows
-    # it: most inputs repeat a known class and are longer than its
-    # reproducer, and then nothing touches the disk.  record() still checks
-    # the file, which another job may have shortened meanwhile.
-    shortest: dict[str, int] = {}
+    # The shortest reproducer kept so far per class and per cause, as this
+    # process knows it: most inputs repeat a known cause and are longer than
+    # its reproducer, and then nothing touches the disk but a count, written
+    # every few seconds.  record() still checks the files, which another job
+    # may have shortened meanwhile.
+    shortest: dict[tuple[str, str], int] = {}
+    pending: dict[str, dict[str, int]] = {}
+    flushed = [time.monotonic()]
 
     @functools.cache
     def where(category: str) -> str:
         return reproducer_path(out_dir, category)
 
     def target(data: bytes) -> None:
-        for category, detail in classify(loader, data, where):
-            if len(data) < shortest.get(category, sys.maxsize):
-                record(out_dir, category, detail, data)
-                try:
-                    shortest[category] = os.path.getsize(where(category))
-                except OSError:
-                    shortest.pop(category, None)
+        found, outcome = examine(loader, data, where)
+        for category, detail in found:
+            cause = cause_of(category, detail, outcome)
+            key = (category, cause)
+            if len(data) < shortest.get(key, sys.maxsize):
+                record(out_dir, category, detail, data, cause=cause, count=1 + pending.get(category, {}).pop(cause, 0))
+                shortest[key] = len(data)
+            else:
+                counts = pending.setdefault(category, {})
+                counts[cause] = counts.get(cause, 0) + 1
+        if pending and time.monotonic() - flushed[0] >= _FLUSH_S:
+            flush()
 
+    def flush() -> None:
+        for category, counts in pending.items():
+            add_counts(out_dir, category, counts)
+        pending.clear()
+        flushed[0] = time.monotonic()
+
+    atexit.register(flush)  # the counts since the last flush, where the engine exits through Python
     return target
 
 
@@ -349,15 +441,67 @@ def count_findings(out_dir: str) -> int:
         return 0
 
 
-def read_findings(out_dir: str) -> list[dict[str, Any]]:
-    """The recorded categories with their reproducer paths, sorted."""
+def read_findings(out_dir: str, foreign: list[str] | None = None) -> list[dict[str, Any]]:
+    """The recorded categories with their reproducer paths, sorted.
+
+    A ``.json`` file that is not one of ours (a link, not a regular file, not
+    our note, no reproducer beside it) is skipped, and its path added to
+    ``foreign`` when given.
+    """
     found: list[dict[str, Any]] = []
     if not os.path.isdir(out_dir):
         return found
     for name in sorted(os.listdir(out_dir)):
-        if name.endswith(".json"):
-            with open(os.path.join(out_dir, name), encoding="utf-8") as f:
-                entry = json.load(f)
-            entry["path"] = os.path.join(out_dir, name[:-5] + ".safetensors")
-            found.append(entry)
+        if not name.endswith(".json"):
+            continue
+        path = os.path.join(out_dir, name)
+        entry = _note(path)
+        reproducer = path[:-5] + ".safetensors"
+        if entry is None or not stat.S_ISREG(_lmode(reproducer)):
+            if foreign is not None:
+                foreign.append(path)
+            continue
+        entry["path"] = reproducer
+        entry["causes"] = _causes(out_dir, entry.get("causes"))
+        found.append(entry)
     return found
+
+
+def _causes(out_dir: str, causes: object) -> list[dict[str, Any]]:
+    """A note's causes, most seen first, each with its reproducer's path (malformed ones left out)."""
+    kept = []
+    for cause, entry in (causes if isinstance(causes, dict) else {}).items():
+        if isinstance(entry, dict) and isinstance(entry.get("count"), int) and isinstance(entry.get("file"), str):
+            path = os.path.join(out_dir, os.path.basename(entry["file"]))
+            kept.append({"cause": str(cause), "count": entry["count"], "size": entry.get("size"), "path": path})
+    return sorted(kept, key=lambda c: (-c["count"], c["cause"]))
+
+
+def read_note(reproducer: str) -> dict[str, Any] | None:
+    """The note of a reproducer's class (its category, detail and size), or None."""
+    base = reproducer.removesuffix(".safetensors")
+    head, tail = os.path.split(base)
+    return _note(os.path.join(head, tail.split("@", 1)[0]) + ".json")
+
+
+def _lmode(path: str) -> int:
+    try:
+        return os.lstat(path).st_mode
+    except OSError:
+        return 0
+
+
+def _note(path: str) -> dict[str, Any] | None:
+    """One of our ``.json`` notes, or None for anything else."""
+    if not stat.S_ISREG(_lmode(path)):
+        return None
+    try:
+        with open(path, "rb") as f:
+            entry = json.loads(f.read(1 << 20))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(entry, dict) or not all(isinstance(entry.get(k), str) for k in ("category", "detail")):
+        return None
+    if not isinstance(entry.get("size"), int):
+        return None
+    return entry

@@ -8,7 +8,7 @@
 # with a one-line reproducer (`.cmd`), and restarts the job with the time
 # left.  A signature found again is not saved twice; one found three times
 # ends that job, since it blocks further progress until it is fixed.
-# ruff: noqa: PLC0415, PTH100, PTH103, PTH110, PTH112, PTH118, PTH119, PTH120, PTH123, PTH202, PTH206, PTH208
+# ruff: noqa: PLC0415, PTH100, PTH103, PTH110, PTH112, PTH118, PTH119, PTH123, PTH202, PTH206, PTH208
 # Lazy imports: atheris, numpy, hypothesis and safetensors load, only where used.
 # Paths: os.path and open(), like the rest of the package.
 from __future__ import annotations
@@ -26,6 +26,7 @@ import threading
 import time
 from typing import IO, TYPE_CHECKING, Final
 
+from validator.fuzz._child import child_env
 from validator.fuzz.harness import BOOT, HYPOTHESIS, LOADER_UNDER_TEST
 from validator.fuzz.seeds import dictionary_text, seed_files
 
@@ -58,7 +59,9 @@ class Config:
     max_findings: int = 10
     minimise_s: float = 30.0
     interval_s: float = 10.0
-    grace_s: float = 15.0  # past the deadline, an engine still running is stopped
+    # Past the deadline, an engine still running (on its seeds) is stopped: the
+    # engine's own start-up (imports under atheris' hook) takes 2 to 3 s here.
+    grace_s: float = 5.0
     env: Mapping[str, str] = dataclasses.field(default_factory=dict)
     engine_args: tuple[str, ...] = ()
 
@@ -84,10 +87,12 @@ class Summary:
     cpu_seconds: float = 0.0
     execs: int = 0
     coverage: int = 0
+    coverage_label: str = "coverage"  # what `coverage` counts: "oracle coverage" or "loader edges"
     features: int = 0
     corpus: int = 0
     findings: list[Finding] = dataclasses.field(default_factory=list)
     found: int = 0  # findings, or for loader-under-test the problem classes recorded in its --out
+    engine_said: str = ""  # the last lines of the last engine process, shown when it never ran an input
 
     @property
     def execs_per_s(self) -> float:
@@ -116,11 +121,14 @@ class _Job:
 
     def run(self) -> None:
         c = self.campaign
+        first = True
         while not self.stopped:
             left = c.deadline - time.monotonic()
-            if left < 1:
+            if left < 1 and not first:  # a target's share under a second still gets one short run
                 return
+            first = False
             output = self._one_process(int(left))
+            c.last_output = output
             artifact = next((m.group(1) for m in _ARTIFACT.finditer(output)), None)
             if artifact is None or not os.path.exists(artifact):
                 return  # time is up, or the engine stopped for a reason other than a finding
@@ -203,15 +211,21 @@ class _Campaign:
             self.dict_path = os.path.join(os.path.abspath(config.workdir), "safetensors.dict")
             with open(self.dict_path, "w", encoding="utf-8") as f:
                 f.write(dictionary_text())
-        package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH", "")]))
-        env.update(config.env)
-        self.child_env = env
+        self.child_env = child_env(config.env)
+        self.tmp_dir = os.path.join(self.dir, "tmp")
+        from validator.fuzz.loader_under_test import ENV_PERSISTENT
+
+        if config.env.get(ENV_PERSISTENT) != "1":
+            # The target's temporary files (a loader's input file) go here, and
+            # go with it at the end even when the engine killed the target mid-input.
+            # (A persistent harness keeps its file in memory unless TMPDIR is set.)
+            os.makedirs(self.tmp_dir, exist_ok=True)
+            self.child_env["TMPDIR"] = self.tmp_dir
         self.lock = threading.Lock()
         self.coverage = 0
         self.features = 0
         self.findings: list[Finding] = []
+        self.last_output = ""
         self.processes: list[subprocess.Popen[str]] = []
         self.jobs = [_Job(self, i) for i in range(config.jobs)]
         self.start = time.monotonic()
@@ -247,7 +261,8 @@ class _Campaign:
         execs = sum(j.execs for j in self.jobs)
         rate = execs / elapsed if elapsed > 0 else 0.0
         return (
-            f"[{self.config.target}] {elapsed:5.0f}s  execs {execs}  ({rate:.0f}/s)  cov {self.coverage}  "
+            f"[{self.config.target}] {elapsed:5.0f}s  execs {execs}  ({rate:.0f}/s)  "
+            f"{_coverage_label(self.config.target)} {self.coverage}  "
             f"ft {self.features}  corpus {self.corpus_size()}  findings {self.found()}"
         )
 
@@ -279,9 +294,14 @@ class _Campaign:
             category = {"timeout": "hang", "oom": "out-of-memory"}.get(kind, f"crash:{sig}")
             with open(artifact, "rb") as f:
                 data = f.read()
-            _fuzz_yours.record(out_dir, category, sig, data)
+            _fuzz_yours.record(out_dir, category, sig, data, cause=sig)
             path = _fuzz_yours.reproducer_path(out_dir, category)
-            return Finding(kind, sig, path, len(data), f"stcheck fuzz {cfg.target} --replay {shlex.quote(path)}")
+            loader = cfg.env.get(_fuzz_yours.ENV_LOADER)
+            flags = f"--loader {shlex.quote(loader)}" if loader else _command_flags(cfg.env)
+            # A callable is replayed in stcheck's own process: a hang needs a time limit around it.
+            limit = f"timeout {cfg.timeout_s * 2 + 5} " if kind == "timeout" and loader else ""
+            reproduce = f"{limit}stcheck fuzz {cfg.target} {flags} --replay {shlex.quote(path)}"
+            return Finding(kind, sig, path, len(data), reproduce)
         dest_dir = os.path.join(cfg.regressions, cfg.target)
         os.makedirs(dest_dir, exist_ok=True)
         small = artifact + ".min"
@@ -376,6 +396,8 @@ def run(config: Config, out: Callable[[str], None] = print) -> Summary:
         for thread in threads:
             thread.join(timeout=10)
         raise
+    finally:
+        shutil.rmtree(campaign.tmp_dir, ignore_errors=True)
     out(campaign.progress())
     return Summary(
         target=config.target,
@@ -383,11 +405,34 @@ def run(config: Config, out: Callable[[str], None] = print) -> Summary:
         cpu_seconds=_children_cpu() - cpu_before,
         execs=sum(j.execs for j in campaign.jobs),
         coverage=campaign.coverage,
+        coverage_label=_coverage_label(config.target),
         features=campaign.features,
         corpus=campaign.corpus_size(),
         findings=campaign.findings,
         found=campaign.found(),
+        engine_said=_last_lines(campaign.last_output),
     )
+
+
+def _command_flags(env: Mapping[str, str]) -> str:
+    """The --loader-cmd flags of a campaign, from the environment the CLI gave the engine."""
+    from validator.fuzz import loader_under_test as _fuzz_yours
+
+    flags = f"--loader-cmd {shlex.quote(env.get(_fuzz_yours.ENV_LOADER_CMD, ''))}"
+    if env.get(_fuzz_yours.ENV_PERSISTENT) == "1":
+        flags = f"--persistent {flags}"
+    return f"{flags} --timeout {env.get(_fuzz_yours.ENV_TIMEOUT, '10')}"
+
+
+def _coverage_label(target: str) -> str:
+    """What atheris' coverage counts: stcheck's own branches (the oracle's, fuzzing a loader)."""
+    return "oracle coverage" if target == LOADER_UNDER_TEST else "coverage"
+
+
+def _last_lines(output: str, count: int = 12) -> str:
+    """What an engine process said last, without libFuzzer's progress and INFO lines."""
+    lines = [line for line in output.splitlines() if line.strip() and not line.startswith(("#", "INFO:"))]
+    return "\n".join(lines[-count:])
 
 
 def _children_cpu() -> float:
