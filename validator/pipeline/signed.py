@@ -64,7 +64,7 @@ from validator.signing.signature import (
 )
 from validator.signing.signhash import WHOLE_SHA256, DigestSpec, SignedDigester
 from validator.sources.kinds import name_kind
-from validator.sources.schemes import is_remote
+from validator.sources.schemes import STDIN, is_remote
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -205,8 +205,7 @@ class Target:
             return path[len(self.prefix) :] if path.startswith(self.prefix) and len(path) > len(self.prefix) else None
         if self.root is None or result.model is not None or is_remote(path):
             return None
-        rel = os.path.relpath(os.path.abspath(path), self.root)
-        return None if rel == "." or rel.startswith(("..", os.sep)) else rel.replace(os.sep, "/")
+        return _inside(os.path.abspath(path), self.root)
 
     def display(self, rel: str) -> str:
         if self.prefix is not None:
@@ -219,6 +218,18 @@ def _digests(result: FileResult, spec: DigestSpec) -> list[str] | None:
     if spec == WHOLE_SHA256:
         return None if result.sha256 is None else [result.sha256]
     return (result.signed or {}).get(spec.label)
+
+
+def _inside(path: str, root: str) -> str | None:
+    """``path`` relative to the folder ``root`` (both absolute), with ``/``
+    separators, or None when it is the folder itself or not below it.  By
+    whole components: ``..evil`` is a name inside the folder, ``..`` and
+    ``../x`` lead out of it."""
+    rel = os.path.relpath(path, root)
+    parts = rel.split(os.sep)
+    if rel in {".", os.curdir} or parts[0] == os.pardir or os.path.isabs(rel):
+        return None
+    return "/".join(parts)
 
 
 def _ignore_paths(paths: Sequence[str]) -> tuple[str, ...]:
@@ -249,10 +260,8 @@ def _ignores_for(paths: Sequence[str], root: str | None) -> tuple[str, ...]:
     for path in paths:
         if not os.path.isabs(path):
             out.append(path)
-        elif root is not None:
-            rel = os.path.relpath(path, root)
-            if rel != "." and not rel.startswith(("..", os.sep)):
-                out.append(rel.replace(os.sep, "/"))
+        elif root is not None and (rel := _inside(path, root)) is not None:
+            out.append(rel)
     return tuple(out)
 
 
@@ -304,8 +313,7 @@ class Signing:
         for folder in folders:
             sig = self.signature or os.path.join(folder, SIGNATURE_NAME)
             root = os.path.abspath(folder)
-            rel = os.path.relpath(os.path.abspath(sig), root)
-            inside = None if rel.startswith("..") else rel.replace(os.sep, "/")
+            inside = _inside(os.path.abspath(sig), root)
             target = Target(folder, sig, inside, folder, root, ignore=_ignores_for(self.ignore_paths, root))
             self._verify(target, sig)
             self.targets.append(target)
@@ -320,6 +328,8 @@ class Signing:
     def _check_paths(self, paths: Sequence[str], folders: Sequence[str], files: Sequence[str]) -> None:
         """Refuse, with a key given, an argument no signature can cover."""
         for path in paths:
+            if path == STDIN:
+                raise ValueError(f"{STDIN}: standard input carries no model signature; give the signed folder or file")
             if is_remote(path) and not path.startswith("hf://"):
                 raise ValueError(f"{path}: an http(s) URL carries no model signature; give an hf:// folder")
             if not is_remote(path) and path not in folders and path not in files and os.path.lexists(path):
