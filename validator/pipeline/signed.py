@@ -37,6 +37,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Final, Protocol
@@ -591,7 +592,12 @@ class Signing:
             why = None if digests is not None or r.error is not None else "the scan did not read the whole file"
             present[rel] = Seen(r.file_size, digests, why)
         outcome = compare(
-            manifest, present, where=target.where, signature_rel=target.signature_rel, ignore=target.ignore
+            manifest,
+            present,
+            where=target.where,
+            signature_rel=target.signature_rel,
+            ignore=target.ignore,
+            odd=_odd_entries(target),
         )
         target.findings.extend((target.display(rel), slug, message, rel) for rel, slug, message in outcome.findings)
         target.matched, target.outcome = outcome.checked, outcome
@@ -655,6 +661,29 @@ class Signing:
                     group.signature, group.signature_detail = target.status, target.detail
             group.files.append((inner, r))
         return list(groups.values())
+
+
+def _odd_entries(target: Target) -> dict[str, str]:
+    """What a local signed folder (or the single file given) holds that is
+    not a plain file or folder, as model_signing's verify walks it: every
+    entry, below .git and the ignore paths too, links not followed
+    (path relative to the folder -> "link" or "special")."""
+    if target.root is None or target.given is None:
+        return {}
+    if target.single:
+        return {SINGLE_FILE: "link"} if os.path.islink(target.given) else {}
+    odd = {SINGLE_FILE: "link"} if os.path.islink(target.given.rstrip(os.sep) or os.sep) else {}
+    for top, dirs, files in os.walk(target.root, followlinks=False):
+        for name in [*dirs, *files]:
+            path = os.path.join(top, name)
+            try:
+                mode = os.lstat(path).st_mode
+            except OSError:
+                continue
+            if stat.S_ISLNK(mode) or not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                rel = os.path.relpath(path, target.root).replace(os.sep, "/")
+                odd[rel] = "link" if stat.S_ISLNK(mode) else "special"
+    return odd
 
 
 def _size(path: str) -> int | None:
