@@ -75,7 +75,7 @@ BASES = (
 def _files(root: Path) -> None:
     """The tree a folder base signs: weights, text files, a subfolder, a
     non-ASCII name (in NFC), a git path, and what the ignore bases leave out."""
-    from tests.sign_fixtures import model_folder  # noqa: PLC0415 - numpy and validator load with it
+    from tests.sign_fixtures import model_folder
 
     model_folder(root, weights=5000)
     (root / "sub").mkdir()
@@ -96,7 +96,7 @@ class Keys:
 
 
 def _make_keys(where: Path) -> Keys:
-    from tests.sign_fixtures import certificates, ec_keys  # noqa: PLC0415 - as above
+    from tests.sign_fixtures import certificates, ec_keys
 
     pair = ec_keys(where)
     certs = certificates(where, "campaign")
@@ -104,7 +104,7 @@ def _make_keys(where: Path) -> Keys:
 
 
 def _sign(base: Base, model: Path, sig: Path, keys: Keys) -> None:
-    from model_signing import hashing, signing  # noqa: PLC0415 - the sign extra
+    from model_signing import hashing, signing
 
     config = hashing.Config()
     if base.shards:
@@ -115,7 +115,9 @@ def _sign(base: Base, model: Path, sig: Path, keys: Keys) -> None:
     if base.method == "key":
         signer.use_elliptic_key_signer(private_key=keys.private)
     else:
-        signer.use_certificate_signer(private_key=keys.leaf_key, signing_certificate=keys.leaf, certificate_chain=[keys.ca])
+        signer.use_certificate_signer(
+            private_key=keys.leaf_key, signing_certificate=keys.leaf, certificate_chain=[keys.ca]
+        )
     signer.set_hashing_config(config).sign(model, sig)
 
 
@@ -419,7 +421,7 @@ MUTATIONS: dict[str, Callable[[random.Random, Tree], bool]] = {
 
 def stcheck_verdict(tree: Tree, keys: Keys, method: str) -> tuple[bool, str]:
     """(verified, why): stcheck's signature record for the tree."""
-    from validator.cli.main import main  # noqa: PLC0415 - loaded once, by the first trial
+    from validator.cli.main import main
 
     how = ["--public-key", str(keys.public)] if method == "key" else ["--certificate-chain", str(keys.ca)]
     argv = ["scan", "--no-config", "--progress", "never", "-j", "1", "--format", "json", str(tree.model), *how]
@@ -440,8 +442,8 @@ def stcheck_verdict(tree: Tree, keys: Keys, method: str) -> tuple[bool, str]:
 
 def reference_verdict(tree: Tree, keys: Keys, method: str) -> tuple[bool, str]:
     """(verified, why): model_signing 1.1.1's verify of the same tree."""
-    from model_signing import verifying  # noqa: PLC0415 - the sign extra
-    from model_signing._signing import sign_sigstore_pb  # noqa: PLC0415 - the bundle reader verify itself uses
+    from model_signing import verifying
+    from model_signing._signing import sign_sigstore_pb
 
     config = verifying.Config()
     if method == "key":
@@ -453,23 +455,23 @@ def reference_verdict(tree: Tree, keys: Keys, method: str) -> tuple[bool, str]:
             # The hashing configuration guessed from the signature, as verify
             # guesses it, plus the signature and the user's ignore paths, as
             # the library's CLI adds them (relative to the folder).
-            expected = config._verifier.verify(sign_sigstore_pb.Signature.read(tree.sig))  # noqa: SLF001
+            expected = config._verifier.verify(sign_sigstore_pb.Signature.read(tree.sig))
             _guess(config, expected)
             root = tree.model.resolve() if not tree.single else tree.folder.resolve()
             extra = []
             for path in [str(tree.sig), *tree.ignore]:
-                full = Path(path) if os.path.isabs(path) else root / path
+                full = Path(path) if Path(path).is_absolute() else root / path
                 with contextlib.suppress(ValueError):
                     extra.append(Path(os.path.normpath(full)).relative_to(root))
             if not tree.single:
-                config._hashing_config.add_ignored_paths(model_path=tree.model, paths=extra)  # noqa: SLF001
+                config._hashing_config.add_ignored_paths(model_path=tree.model, paths=extra)
             config.verify(tree.model, tree.sig)
     except Exception as exc:  # noqa: BLE001 - any refusal of the library is "does not verify"
         return False, f"{type(exc).__name__}: {str(exc)[:200]}"
     return True, "verified"
 
 
-def _guess(config: Any, expected: Any) -> None:  # noqa: ANN401 - model_signing's Config and Manifest
+def _guess(config: Any, expected: Any) -> None:
     """The library's own guess of the hashing configuration, with two
     fixes: 1.1.1 reads the shard size back from the signature as a float,
     which its shard hasher refuses (a TypeError on every signature by
@@ -483,8 +485,8 @@ def _guess(config: Any, expected: Any) -> None:  # noqa: ANN401 - model_signing'
     class _Manifest:
         serialization_type = args
 
-    config._guess_hashing_config(_Manifest)  # noqa: SLF001
-    config._hashing_config.set_allow_symlinks(bool(args.get("allow_symlinks")))  # noqa: SLF001
+    config._guess_hashing_config(_Manifest)
+    config._hashing_config.set_allow_symlinks(bool(args.get("allow_symlinks")))
 
 
 # -- the campaign -------------------------------------------------------------------------------
@@ -522,7 +524,7 @@ def _snapshot(tree: Tree) -> list[str]:
     out = []
     for p in sorted(tree.top.rglob("*")):
         rel = str(p.relative_to(tree.top))
-        out.append(rel + (" -> " + os.readlink(p) if p.is_symlink() else "/" if p.is_dir() else ""))
+        out.append(rel + (" -> " + str(p.readlink()) if p.is_symlink() else "/" if p.is_dir() else ""))
     return out
 
 
@@ -551,7 +553,13 @@ def run(seconds: float, seed: int, *, max_trials: int | None = None, log: Callab
             tally.trials += 1
             tally.bases[base.name] += 1
             tally.mutations.update(applied)
-            case = {"base": base.name, "mutations": applied, "ignore": tree.ignore, "stcheck": why, "reference": their_why}
+            case = {
+                "base": base.name,
+                "mutations": applied,
+                "ignore": tree.ignore,
+                "stcheck": why,
+                "reference": their_why,
+            }
             if ours and theirs:
                 tally.both += 1
             elif ours:

@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import io
-import json
 
 import pytest
 
@@ -47,8 +46,6 @@ def test_a_name_beginning_with_two_dots_is_an_unsigned_file(capsys, signed, keys
     assert f"{signed}/{name}: ST804 unsigned-file {signed}/model.sig does not cover this file" in "\n".join(lines)
     assert "signature verified" in err  # the signature itself verifies ...
     assert "1 finding against it above" in err  # ... and the added file is held against it
-
-
 
 
 def test_a_signature_named_with_two_dots_inside_the_folder_is_its_own(capsys, tmp_path, keys):

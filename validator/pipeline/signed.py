@@ -33,7 +33,7 @@
 # Without a key nothing is verified: a `model.sig` found gets the warning
 # signature-not-verified.  model_signing is imported only when a key is given.
 # Paths are str, handled with os.path as in the rest of the package.
-# ruff: noqa: PTH100, PTH112, PTH113, PTH116, PTH117, PTH118, PTH119, PTH123
+# ruff: noqa: PTH100, PTH112, PTH113, PTH114, PTH116, PTH117, PTH118, PTH119, PTH123, PTH206
 from __future__ import annotations
 
 import os
