@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -18,6 +18,9 @@ from tests.sign_fixtures import ec_keys, model_folder, sign_with_key
 from validator._errors import SourceError
 from validator._inputs import read_input
 from validator.cli.main import main
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 SCAN = ["scan", "--no-config", "--progress", "never", "-j", "1"]
 
@@ -83,7 +86,7 @@ def test_a_policy_that_is_not_a_regular_file(capsys, tmp_path, signed, kind):
     ],
     ids=["key", "certificate"],
 )
-def test_a_key_or_certificate_that_is_not_a_regular_file(capsys, tmp_path, signed, kind, option, refusal):
+def test_a_key_or_certificate_that_is_not_a_regular_file(capsys, tmp_path, signed, kind, option, refusal):  # noqa: PLR0917 - fixtures and parameters
     bad = not_a_file(tmp_path, kind)
     line = one_line_refusal(capsys, [str(signed), option, str(bad)])
     assert (
