@@ -75,7 +75,7 @@ if TYPE_CHECKING:
     from validator.config.settings import Network
     from validator.pipeline.engine import Options
     from validator.pipeline.hubcache import HubWalk
-    from validator.remote._hub import HubEntry
+    from validator.remote._hub import HubEntry, HubRepo
 
 
 class KeyOptions(Protocol):
@@ -161,6 +161,8 @@ class Target:
     findings: list[tuple[str, str, str, str | None]] = field(default_factory=list)  # (display, slug, message, rel)
     single: bool = False  # a single-file model: ``given`` is the file, its one resource "."
     ignore: tuple[str, ...] = ()  # the user's ignore paths, relative to the folder
+    source: str | None = None  # an hf:// folder's address, as given
+    commit: str | None = None  # ...and the commit its one listing named
     signed: Signed | None = None  # the verified signature, as the verifier gave it
     outcome: Outcome | None = None  # the comparison
 
@@ -170,9 +172,13 @@ class Target:
         signer = None if self.signed is None else self.signed.signer
         outcome = self.outcome
         left_out = [] if outcome is None else outcome.ignored
+        why = {} if outcome is None else outcome.why_ignored
+        matched = [] if outcome is None else outcome.matched
+        uncovered = self.not_covered()
         return {
             "path": self.where,
             "model": self.name,
+            "commit": self.commit if self.commit is not None else self.snapshot_commit(),
             "method": method,
             "kind": None if keys is None else keys.kind,
             "status": self.status,
@@ -189,7 +195,22 @@ class Target:
             "ignored": [self.display(rel) for rel in left_out[:MAX_LISTED]],
             "ignore_paths": list(self.ignore),
             "detail": self.detail,
+            "matched": [self.display(rel) for rel in matched[:MAX_LISTED]],
+            "left_out": [{"path": self.display(rel), "why": why.get(rel, "")} for rel in left_out[:MAX_LISTED]],
+            "files_not_covered": len(uncovered),
+            "not_covered": uncovered[:MAX_LISTED],
         }
+
+    def not_covered(self) -> list[str]:
+        """The files the scan found or read that the signature does not
+        cover (each has an unsigned-file finding), as reports name them."""
+        return [display for display, slug, _, _ in self.findings if slug == "unsigned-file"]
+
+    def snapshot_commit(self) -> str | None:
+        """A hub-cache snapshot's commit: its folder's name."""
+        if self.prefix is None or "/snapshots/" not in self.prefix:
+            return None
+        return os.path.basename(self.prefix.rstrip("/")) or None
 
     @property
     def remote(self) -> bool:
@@ -364,20 +385,34 @@ class Signing:
             target.findings.append((target.where, "signature-unsupported", f"the signature verifies, but {exc}", None))
 
     def verify_download(
-        self, source: str, network: Network, staged: Mapping[str, str]
+        self, source: str, network: Network, staged: Mapping[str, str], listed: HubRepo | None = None
     ) -> list[tuple[str, str, str, str | None]]:
         """`stcheck download`'s check before its final move: the signature of
         the hf:// folder ``source`` verified, and its digests compared with
         the files staged (repository path -> the staged copy, read here) and,
-        for the files not downloaded, with the hub's listing.  Return the
+        for the files not downloaded, with the hub's listing ``listed``, the
+        one the download was made from (None: listed here).  Return the
         findings (an empty list: the download may be kept)."""
         if not source.startswith("hf://"):
             raise ValueError(f"{source}: an http(s) URL carries no model signature; give an hf:// folder")
-        target = self._remote(source, network, staged)
+        target = self._remote(source, network, staged, listed)
         self.targets.append(target)
         return target.findings
 
-    def _remote(self, source: str, network: Network, staged: Mapping[str, str] | None = None) -> Target:
+    def pinned(self, paths: Sequence[str]) -> list[str]:
+        """The paths, each hf:// one whose signature verify_sources checked
+        pinned to the commit it listed: the scan reads the files of the
+        commit that was compared, never the branch's next answer."""
+        commits = {t.source: t.commit for t in self.targets if t.source is not None and t.commit is not None}
+        if not commits:
+            return list(paths)
+        from validator.remote._signed import pinned  # noqa: PLC0415 - the remote extra loads only for hf://
+
+        return [pinned(p, commits[p]) if p in commits else p for p in paths]
+
+    def _remote(
+        self, source: str, network: Network, staged: Mapping[str, str] | None = None, listed: HubRepo | None = None
+    ) -> Target:
         try:
             from validator.remote import default_options  # noqa: PLC0415 - the remote extra loads only for hf://
             from validator.remote._signed import fetch_files, hub_folder  # noqa: PLC0415 - as above
@@ -389,7 +424,7 @@ class Signing:
             concurrency=network.concurrency,
             headers=network.headers,
         )
-        found = hub_folder(source, opts)
+        found = hub_folder(source, opts, listed)
         prefix = found.display("x")[:-1]
         files = found.files()
         base = found.folder + "/" if found.folder else ""
@@ -400,7 +435,7 @@ class Signing:
             None if self.signature else SIGNATURE_NAME,
             ignore=_ignores_for(self.ignore_paths, None),
         )
-        target.prefix = prefix
+        target.prefix, target.source, target.commit = prefix, source, found.repo.commit
         if self.signature is not None:
             self._verify(target, self.signature)
         elif SIGNATURE_NAME not in files:
@@ -600,8 +635,10 @@ class Signing:
             odd=_odd_entries(target),
         )
         target.findings.extend((target.display(rel), slug, message, rel) for rel, slug, message in outcome.findings)
+        if target.single:
+            target.findings.extend(_read_through(target, results))
         target.matched, target.outcome = outcome.checked, outcome
-        if outcome.findings:
+        if target.findings:
             target.status = "mismatch"
 
     def _attach(self, target: Target, results: list[FileResult], policy: Policy | None) -> None:
@@ -634,9 +671,15 @@ class Signing:
                 if left:
                     shown = ", ".join(left[:3]) + (f" and {len(left) - 3} more" if len(left) > 3 else "")
                     files += f"; {len(left)} left out ({shown})"
+                uncovered = t.not_covered()
+                if uncovered:
+                    shown = ", ".join(uncovered[:3]) + (f" and {len(uncovered) - 3} more" if len(uncovered) > 3 else "")
+                    files += f"; {len(uncovered)} not covered ({shown})"
                 bad = len(t.findings)
                 tail = f"; {bad} finding{'s' if bad != 1 else ''} against it above" if bad else ""
-                lines.append(f"{t.where}: signature {t.detail} ({t.manifest.spec.label}); {files}{tail}")
+                commit = t.commit or t.snapshot_commit()
+                at = f" at commit {commit}" if commit else ""
+                lines.append(f"{t.where}: signature {t.detail}{at} ({t.manifest.spec.label}); {files}{tail}")
         return lines
 
     # -- the BOM -------------------------------------------------------------------------
@@ -661,6 +704,22 @@ class Signing:
                     group.signature, group.signature_detail = target.status, target.detail
             group.files.append((inner, r))
         return list(groups.values())
+
+
+def _read_through(target: Target, results: list[FileResult]) -> list[tuple[str, str, str, str | None]]:
+    """A single-file signature covers that file alone: every other file the
+    scan read because of it (an index's shards; the scan was given that one
+    file) is unsigned-file (spec: Signed models)."""
+    out: list[tuple[str, str, str, str | None]] = []
+    for r in results:
+        if r.kind in {"link", "missing"} or r.path == target.where or target.rel(r) is not None:
+            continue
+        message = (
+            f"read through {target.given}, but {target.where} signs {target.given} alone: "
+            "a single-file signature covers no other file (sign the folder)"
+        )
+        out.append((r.path, "unsigned-file", message, None))
+    return out
 
 
 def _odd_entries(target: Target) -> dict[str, str]:

@@ -218,6 +218,13 @@ class Outcome:
     checked: int = 0  # signed files whose digests matched
     compared: int = 0  # signed files present and compared (matched or not)
     ignored: list[str] = field(default_factory=list)  # files present and left out: git paths, ignore paths
+    why_ignored: dict[str, str] = field(default_factory=dict)  # ...and why each was left out
+    matched: list[str] = field(default_factory=list)  # signed files whose digests matched
+
+    @property
+    def not_covered(self) -> list[str]:
+        """Files present that the signature does not cover (unsigned-file)."""
+        return [rel for rel, slug, _ in self.findings if slug == "unsigned-file"]
 
     def add(self, rel: str, slug: str, message: str) -> None:
         self.findings.append((rel, slug, message))
@@ -281,10 +288,16 @@ def compare(
             )
         else:
             out.checked += 1
+            out.matched.append(rel)
         if seen is not None and seen.digests is not None:
             out.compared += 1
     _odd(manifest, odd, out, where=where)
-    _unsigned(manifest, present, out, where=where, skip=(*GIT_PATHS, *manifest.ignore, *ignore), own=signature_rel)
+    skip = {
+        **dict.fromkeys(ignore, "an ignore path given (--ignore-path, the policy's ignore_paths)"),
+        **dict.fromkeys(manifest.ignore, "the signature's own ignore_paths"),
+        **dict.fromkeys(GIT_PATHS, "a git path, which model_signing leaves out"),
+    }
+    _unsigned(manifest, present, out, where=where, skip=skip, own=signature_rel)
     return out
 
 
@@ -305,15 +318,23 @@ def _odd(manifest: Manifest, odd: Mapping[str, str], out: Outcome, *, where: str
 
 
 def _unsigned(
-    manifest: Manifest, present: Mapping[str, Seen], out: Outcome, *, where: str, skip: tuple[str, ...], own: str | None
+    manifest: Manifest,
+    present: Mapping[str, Seen],
+    out: Outcome,
+    *,
+    where: str,
+    skip: Mapping[str, str],
+    own: str | None,
 ) -> None:
-    """Each file present that the manifest does not list: left out (``skip``,
-    counted) or unsigned-file; ``own`` is the signature itself."""
+    """Each file present that the manifest does not list: left out (``skip``:
+    path -> why; counted) or unsigned-file; ``own`` is the signature itself."""
     for rel, seen in sorted(present.items()):
         if rel in manifest.digests or rel == own:
             continue
-        if ignored(rel, skip):
+        left = _left_out(rel, skip)
+        if left is not None:
             out.ignored.append(rel)
+            out.why_ignored[rel] = skip[left]
             continue
         if manifest.by_shards and seen.size == 0:
             continue  # no shard: the library signs nothing of an empty file
