@@ -175,8 +175,10 @@ def test_a_signed_file_under_an_ignore_path_does_not_verify(capsys, signed, keys
     code, lines, _ = scan(capsys, str(signed), "--public-key", str(keys.public), "--ignore-path", "config.json")
     assert code == 1
     assert lines == [
-        f"{signed}/config.json: ST803 signed-file-missing {signed}/model.sig signs this file, but the ignore path "
-        "config.json leaves it out, and a signed file cannot be left out: drop that ignore path"
+        (
+            f"{signed}/config.json: ST803 signed-file-missing {signed}/model.sig signs this file, but the ignore "
+            "path config.json leaves it out, and a signed file cannot be left out: drop that ignore path"
+        )
     ]
 
 
