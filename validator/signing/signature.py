@@ -30,10 +30,14 @@
 # a folder's signature cannot cover a file given alone, nor a file's
 # signature a folder of other names.
 #
+# As `model_signing verify` refuses them, so does compare(): a signed file
+# that an ignore path covers (the library leaves it out, then finds it
+# missing), a special file anywhere in the folder, and, when the signature
+# was made without `allow_symlinks`, every symbolic link anywhere in it
+# (``odd``, found by the pipeline's walk of a local folder).
+#
 # Where stcheck differs from `model_signing verify`, on purpose:
-#   - symlinks are followed (the walker's rule, as every loader follows them)
-#     and compared by the content they lead to, whatever the signature's
-#     `allow_symlinks`; a hub-cache snapshot is all symlinks.
+#   - a hub-cache snapshot is all symlinks: compared by what they lead to.
 #   - a signed file that the library would ignore (a `.gitattributes` signed
 #     with --no-ignore-git-paths) is compared, not reported missing.
 #   - a file the walker skips (below `.git`, `.hg` or `.svn`) is read and
