@@ -6,8 +6,8 @@
 # one to three mutations of its tree (MUTATIONS: files added, removed,
 # renamed or replaced; links in and out of the folder; hard links; names
 # with leading dots, `..` prefixes, NFC and NFD twins, case twins and
-# newlines; nested .git, .hg and .github; the signature moved inside or
-# outside), then asks both sides the same question with the same options:
+# newlines; nested .git, .hg and .github; a FIFO; the signature moved
+# inside or outside), then asks both sides the same question with the same options:
 #
 #   stcheck       `stcheck scan TARGET --signature SIG --public-key K
 #                 [--ignore-path P]... --format json`, in this process;
@@ -383,6 +383,16 @@ def empty_dir(rng: random.Random, tree: Tree) -> bool:
     return True
 
 
+def special_file(rng: random.Random, tree: Tree) -> bool:
+    """A FIFO in the folder (never opened by either side: both refuse it by its kind)."""
+    new = _new_name(rng, tree)
+    if new is None or tree.single:
+        return False
+    new.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(new)
+    return True
+
+
 def ignore_option(rng: random.Random, tree: Tree) -> bool:
     """An ignore path given to both verifiers."""
     if tree.single:
@@ -411,6 +421,7 @@ MUTATIONS: dict[str, Callable[[random.Random, Tree], bool]] = {
         case_twin,
         move_signature,
         empty_dir,
+        special_file,
         ignore_option,
     )
 }
