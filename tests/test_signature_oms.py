@@ -339,6 +339,12 @@ def test_the_json_report_says_a_signature_verified(capsys, tmp_path, keys):
         "ignored": [f"{folder}/.gitattributes"],
         "ignore_paths": [],
         "detail": f"verified with public key {keys.public}",
+        # Exactly what was verified: the files matched, those left out and why, none read uncovered.
+        "commit": None,
+        "matched": [f"{folder}/config.json", f"{folder}/model.safetensors", f"{folder}/tokenizer.json"],
+        "left_out": [{"path": f"{folder}/.gitattributes", "why": "a git path, which model_signing leaves out"}],
+        "files_not_covered": 0,
+        "not_covered": [],
     }
     entry = next(f for f in doc["files"] if f["path"] == f"{folder}/model.sig")
     assert entry["signature"] == record

@@ -62,7 +62,10 @@ def test_a_signed_hub_folder_verifies_from_its_listing(capsys, hub, server, tmp_
     files = serve(hub, tmp_path, keys)
     code, lines, err = scan(capsys, f"hf://{REPO}", "--public-key", str(keys.public))
     assert code == 0, (lines, err)
-    assert f"{AT}/model.sig: signature verified with public key {keys.public} (sha256); 3 signed files match" in err
+    assert (
+        f"{AT}/model.sig: signature verified with public key {keys.public} at commit {COMMIT} (sha256); "
+        "3 signed files match; 1 left out (.gitattributes)"
+    ) in err
     assert len(files["model.safetensors"]) > 10 * HEADER_READ
     assert 0 < weight_bytes_sent(server, files) <= HEADER_READ  # the header check's read, no more
 
@@ -178,7 +181,9 @@ def test_download_verifies_the_staged_files_before_keeping_them(capsys, hub, ser
     code, out, err = download(capsys, tmp_path, "--public-key", str(keys.public))
     assert code == 0, (out, err)
     assert (tmp_path / "out" / "model.safetensors").read_bytes() == files["model.safetensors"]
-    assert f"{AT}/model.sig: signature verified with public key {keys.public} (sha256-sharded-262144)" in out
+    assert (
+        f"{AT}/model.sig: signature verified with public key {keys.public} at commit {COMMIT} (sha256-sharded-262144)"
+    ) in out
 
 
 def test_download_never_keeps_bytes_the_signature_refuses(capsys, hub, server, tmp_path, keys):  # noqa: F811 - hub is the fixture

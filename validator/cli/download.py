@@ -34,11 +34,11 @@ from validator.config.install import install_hint
 from validator.report.group import group_per_tensor
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from validator._findings import Finding
     from validator.config.settings import Network
     from validator.pipeline.signed import Signing
+    from validator.remote._download import Verify
+    from validator.remote._hub import HubRepo
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -175,9 +175,9 @@ def _signing(args: argparse.Namespace) -> Signing | None:
     return signing
 
 
-def _verifier(signing: Signing, source: str, network: Network) -> Callable[[dict[str, str]], list[tuple[str, Finding]]]:
-    def verify(staged: dict[str, str]) -> list[tuple[str, Finding]]:
-        found = signing.verify_download(source, network, staged)
+def _verifier(signing: Signing, source: str, network: Network) -> Verify:
+    def verify(staged: dict[str, str], listed: HubRepo | None) -> list[tuple[str, Finding]]:
+        found = signing.verify_download(source, network, staged, listed)  # the download's own listing
         return [(display, make_finding(slug, message)) for display, slug, message, _ in found]
 
     return verify

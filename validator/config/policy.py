@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from validator._display import plural
 from validator._dtypes import DTYPE_BITS
-from validator._errors import StcheckError
+from validator._errors import SourceError, StcheckError
+from validator._inputs import POLICY_LIMIT, read_input
 from validator._rules import BY_CODE, BY_SLUG, Rule, Severity
 
 if TYPE_CHECKING:
@@ -230,12 +231,14 @@ def _load_toml(path: str) -> dict[str, Any]:
         except ImportError:
             raise PolicyError("reading a policy on Python 3.10 needs the 'tomli' package (pip install tomli)") from None
     try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except OSError as exc:
-        raise PolicyError(f"{path}: {exc.strerror or exc}") from exc
+        doc: dict[str, Any] = tomllib.loads(read_input(path, "policy", POLICY_LIMIT).decode("utf-8"))
+    except SourceError as exc:  # a regular file, bounded (validator._inputs)
+        raise PolicyError(str(exc)) from exc
+    except UnicodeDecodeError as exc:
+        raise PolicyError(f"{path}: not valid TOML: not UTF-8: {exc}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise PolicyError(f"{path}: not valid TOML: {exc}") from exc
+    return doc
 
 
 def load_policy(path: str) -> Policy:

@@ -33,10 +33,11 @@
 # Without a key nothing is verified: a `model.sig` found gets the warning
 # signature-not-verified.  model_signing is imported only when a key is given.
 # Paths are str, handled with os.path as in the rest of the package.
-# ruff: noqa: PTH100, PTH112, PTH113, PTH116, PTH117, PTH118, PTH119, PTH123
+# ruff: noqa: PTH100, PTH112, PTH113, PTH114, PTH116, PTH117, PTH118, PTH119, PTH123, PTH206
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Final, Protocol
@@ -64,7 +65,7 @@ from validator.signing.signature import (
 )
 from validator.signing.signhash import WHOLE_SHA256, DigestSpec, SignedDigester
 from validator.sources.kinds import name_kind
-from validator.sources.schemes import is_remote
+from validator.sources.schemes import STDIN, is_remote
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -74,7 +75,7 @@ if TYPE_CHECKING:
     from validator.config.settings import Network
     from validator.pipeline.engine import Options
     from validator.pipeline.hubcache import HubWalk
-    from validator.remote._hub import HubEntry
+    from validator.remote._hub import HubEntry, HubRepo
 
 
 class KeyOptions(Protocol):
@@ -160,6 +161,8 @@ class Target:
     findings: list[tuple[str, str, str, str | None]] = field(default_factory=list)  # (display, slug, message, rel)
     single: bool = False  # a single-file model: ``given`` is the file, its one resource "."
     ignore: tuple[str, ...] = ()  # the user's ignore paths, relative to the folder
+    source: str | None = None  # an hf:// folder's address, as given
+    commit: str | None = None  # ...and the commit its one listing named
     signed: Signed | None = None  # the verified signature, as the verifier gave it
     outcome: Outcome | None = None  # the comparison
 
@@ -169,9 +172,13 @@ class Target:
         signer = None if self.signed is None else self.signed.signer
         outcome = self.outcome
         left_out = [] if outcome is None else outcome.ignored
+        why = {} if outcome is None else outcome.why_ignored
+        matched = [] if outcome is None else outcome.matched
+        uncovered = self.not_covered()
         return {
             "path": self.where,
             "model": self.name,
+            "commit": self.commit if self.commit is not None else self.snapshot_commit(),
             "method": method,
             "kind": None if keys is None else keys.kind,
             "status": self.status,
@@ -188,7 +195,22 @@ class Target:
             "ignored": [self.display(rel) for rel in left_out[:MAX_LISTED]],
             "ignore_paths": list(self.ignore),
             "detail": self.detail,
+            "matched": [self.display(rel) for rel in matched[:MAX_LISTED]],
+            "left_out": [{"path": self.display(rel), "why": why.get(rel, "")} for rel in left_out[:MAX_LISTED]],
+            "files_not_covered": len(uncovered),
+            "not_covered": uncovered[:MAX_LISTED],
         }
+
+    def not_covered(self) -> list[str]:
+        """The files the scan found or read that the signature does not
+        cover (each has an unsigned-file finding), as reports name them."""
+        return [display for display, slug, _, _ in self.findings if slug == "unsigned-file"]
+
+    def snapshot_commit(self) -> str | None:
+        """A hub-cache snapshot's commit: its folder's name."""
+        if self.prefix is None or "/snapshots/" not in self.prefix:
+            return None
+        return os.path.basename(self.prefix.rstrip("/")) or None
 
     @property
     def remote(self) -> bool:
@@ -205,8 +227,7 @@ class Target:
             return path[len(self.prefix) :] if path.startswith(self.prefix) and len(path) > len(self.prefix) else None
         if self.root is None or result.model is not None or is_remote(path):
             return None
-        rel = os.path.relpath(os.path.abspath(path), self.root)
-        return None if rel == "." or rel.startswith(("..", os.sep)) else rel.replace(os.sep, "/")
+        return _inside(os.path.abspath(path), self.root)
 
     def display(self, rel: str) -> str:
         if self.prefix is not None:
@@ -219,6 +240,18 @@ def _digests(result: FileResult, spec: DigestSpec) -> list[str] | None:
     if spec == WHOLE_SHA256:
         return None if result.sha256 is None else [result.sha256]
     return (result.signed or {}).get(spec.label)
+
+
+def _inside(path: str, root: str) -> str | None:
+    """``path`` relative to the folder ``root`` (both absolute), with ``/``
+    separators, or None when it is the folder itself or not below it.  By
+    whole components: ``..evil`` is a name inside the folder, ``..`` and
+    ``../x`` lead out of it."""
+    rel = os.path.relpath(path, root)
+    parts = rel.split(os.sep)
+    if rel in {".", os.curdir} or parts[0] == os.pardir or os.path.isabs(rel):
+        return None
+    return "/".join(parts)
 
 
 def _ignore_paths(paths: Sequence[str]) -> tuple[str, ...]:
@@ -249,10 +282,8 @@ def _ignores_for(paths: Sequence[str], root: str | None) -> tuple[str, ...]:
     for path in paths:
         if not os.path.isabs(path):
             out.append(path)
-        elif root is not None:
-            rel = os.path.relpath(path, root)
-            if rel != "." and not rel.startswith(("..", os.sep)):
-                out.append(rel.replace(os.sep, "/"))
+        elif root is not None and (rel := _inside(path, root)) is not None:
+            out.append(rel)
     return tuple(out)
 
 
@@ -304,8 +335,7 @@ class Signing:
         for folder in folders:
             sig = self.signature or os.path.join(folder, SIGNATURE_NAME)
             root = os.path.abspath(folder)
-            rel = os.path.relpath(os.path.abspath(sig), root)
-            inside = None if rel.startswith("..") else rel.replace(os.sep, "/")
+            inside = _inside(os.path.abspath(sig), root)
             target = Target(folder, sig, inside, folder, root, ignore=_ignores_for(self.ignore_paths, root))
             self._verify(target, sig)
             self.targets.append(target)
@@ -320,6 +350,8 @@ class Signing:
     def _check_paths(self, paths: Sequence[str], folders: Sequence[str], files: Sequence[str]) -> None:
         """Refuse, with a key given, an argument no signature can cover."""
         for path in paths:
+            if path == STDIN:
+                raise ValueError(f"{STDIN}: standard input carries no model signature; give the signed folder or file")
             if is_remote(path) and not path.startswith("hf://"):
                 raise ValueError(f"{path}: an http(s) URL carries no model signature; give an hf:// folder")
             if not is_remote(path) and path not in folders and path not in files and os.path.lexists(path):
@@ -353,20 +385,34 @@ class Signing:
             target.findings.append((target.where, "signature-unsupported", f"the signature verifies, but {exc}", None))
 
     def verify_download(
-        self, source: str, network: Network, staged: Mapping[str, str]
+        self, source: str, network: Network, staged: Mapping[str, str], listed: HubRepo | None = None
     ) -> list[tuple[str, str, str, str | None]]:
         """`stcheck download`'s check before its final move: the signature of
         the hf:// folder ``source`` verified, and its digests compared with
         the files staged (repository path -> the staged copy, read here) and,
-        for the files not downloaded, with the hub's listing.  Return the
+        for the files not downloaded, with the hub's listing ``listed``, the
+        one the download was made from (None: listed here).  Return the
         findings (an empty list: the download may be kept)."""
         if not source.startswith("hf://"):
             raise ValueError(f"{source}: an http(s) URL carries no model signature; give an hf:// folder")
-        target = self._remote(source, network, staged)
+        target = self._remote(source, network, staged, listed)
         self.targets.append(target)
         return target.findings
 
-    def _remote(self, source: str, network: Network, staged: Mapping[str, str] | None = None) -> Target:
+    def pinned(self, paths: Sequence[str]) -> list[str]:
+        """The paths, each hf:// one whose signature verify_sources checked
+        pinned to the commit it listed: the scan reads the files of the
+        commit that was compared, never the branch's next answer."""
+        commits = {t.source: t.commit for t in self.targets if t.source is not None and t.commit is not None}
+        if not commits:
+            return list(paths)
+        from validator.remote._signed import pinned  # noqa: PLC0415 - the remote extra loads only for hf://
+
+        return [pinned(p, commits[p]) if p in commits else p for p in paths]
+
+    def _remote(
+        self, source: str, network: Network, staged: Mapping[str, str] | None = None, listed: HubRepo | None = None
+    ) -> Target:
         try:
             from validator.remote import default_options  # noqa: PLC0415 - the remote extra loads only for hf://
             from validator.remote._signed import fetch_files, hub_folder  # noqa: PLC0415 - as above
@@ -378,7 +424,7 @@ class Signing:
             concurrency=network.concurrency,
             headers=network.headers,
         )
-        found = hub_folder(source, opts)
+        found = hub_folder(source, opts, listed)
         prefix = found.display("x")[:-1]
         files = found.files()
         base = found.folder + "/" if found.folder else ""
@@ -389,7 +435,7 @@ class Signing:
             None if self.signature else SIGNATURE_NAME,
             ignore=_ignores_for(self.ignore_paths, None),
         )
-        target.prefix = prefix
+        target.prefix, target.source, target.commit = prefix, source, found.repo.commit
         if self.signature is not None:
             self._verify(target, self.signature)
         elif SIGNATURE_NAME not in files:
@@ -581,11 +627,18 @@ class Signing:
             why = None if digests is not None or r.error is not None else "the scan did not read the whole file"
             present[rel] = Seen(r.file_size, digests, why)
         outcome = compare(
-            manifest, present, where=target.where, signature_rel=target.signature_rel, ignore=target.ignore
+            manifest,
+            present,
+            where=target.where,
+            signature_rel=target.signature_rel,
+            ignore=target.ignore,
+            odd=_odd_entries(target),
         )
         target.findings.extend((target.display(rel), slug, message, rel) for rel, slug, message in outcome.findings)
+        if target.single:
+            target.findings.extend(_read_through(target, results))
         target.matched, target.outcome = outcome.checked, outcome
-        if outcome.findings:
+        if target.findings:
             target.status = "mismatch"
 
     def _attach(self, target: Target, results: list[FileResult], policy: Policy | None) -> None:
@@ -618,9 +671,15 @@ class Signing:
                 if left:
                     shown = ", ".join(left[:3]) + (f" and {len(left) - 3} more" if len(left) > 3 else "")
                     files += f"; {len(left)} left out ({shown})"
+                uncovered = t.not_covered()
+                if uncovered:
+                    shown = ", ".join(uncovered[:3]) + (f" and {len(uncovered) - 3} more" if len(uncovered) > 3 else "")
+                    files += f"; {len(uncovered)} not covered ({shown})"
                 bad = len(t.findings)
                 tail = f"; {bad} finding{'s' if bad != 1 else ''} against it above" if bad else ""
-                lines.append(f"{t.where}: signature {t.detail} ({t.manifest.spec.label}); {files}{tail}")
+                commit = t.commit or t.snapshot_commit()
+                at = f" at commit {commit}" if commit else ""
+                lines.append(f"{t.where}: signature {t.detail}{at} ({t.manifest.spec.label}); {files}{tail}")
         return lines
 
     # -- the BOM -------------------------------------------------------------------------
@@ -645,6 +704,45 @@ class Signing:
                     group.signature, group.signature_detail = target.status, target.detail
             group.files.append((inner, r))
         return list(groups.values())
+
+
+def _read_through(target: Target, results: list[FileResult]) -> list[tuple[str, str, str, str | None]]:
+    """A single-file signature covers that file alone: every other file the
+    scan read because of it (an index's shards; the scan was given that one
+    file) is unsigned-file (spec: Signed models)."""
+    out: list[tuple[str, str, str, str | None]] = []
+    for r in results:
+        if r.kind in {"link", "missing"} or r.path == target.where or target.rel(r) is not None:
+            continue
+        message = (
+            f"read through {target.given}, but {target.where} signs {target.given} alone: "
+            "a single-file signature covers no other file (sign the folder)"
+        )
+        out.append((r.path, "unsigned-file", message, None))
+    return out
+
+
+def _odd_entries(target: Target) -> dict[str, str]:
+    """What a local signed folder (or the single file given) holds that is
+    not a plain file or folder, as model_signing's verify walks it: every
+    entry, below .git and the ignore paths too, links not followed
+    (path relative to the folder -> "link" or "special")."""
+    if target.root is None or target.given is None:
+        return {}
+    if target.single:
+        return {SINGLE_FILE: "link"} if os.path.islink(target.given) else {}
+    odd = {SINGLE_FILE: "link"} if os.path.islink(target.given.rstrip(os.sep) or os.sep) else {}
+    for top, dirs, files in os.walk(target.root, followlinks=False):
+        for name in [*dirs, *files]:
+            path = os.path.join(top, name)
+            try:
+                mode = os.lstat(path).st_mode
+            except OSError:
+                continue
+            if stat.S_ISLNK(mode) or not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                rel = os.path.relpath(path, target.root).replace(os.sep, "/")
+                odd[rel] = "link" if stat.S_ISLNK(mode) else "special"
+    return odd
 
 
 def _size(path: str) -> int | None:

@@ -223,6 +223,7 @@ def vet(
         # Signatures are verified (and compared with a hub's listing) before any file is read.
         signing = Signing.from_options(options, policy)
         signing.verify_sources(paths, options.network, hf_cache=options.hf_cache is not None)
+        paths = signing.pinned(paths)  # an hf:// folder is read at the commit its signature was compared with
         plan = scan_plan(paths, options.profile, policy, errors, options.network, not_read=own)
         hub = _hub_walk(options, errors, policy)
     except (PolicyError, SourceError, ValueError, SigningSetupError) as exc:

@@ -7,7 +7,7 @@
 # that runs the deep checks, so a file is read once; hashlib releases the GIL
 # on large updates, which lets the caller hash in a worker thread.
 # Paths are str, handled with os.path as in the rest of the package.
-# ruff: noqa: PTH100, PTH117, PTH118, PTH119, PTH120, PTH123
+# ruff: noqa: PTH100, PTH117, PTH118, PTH119, PTH120
 from __future__ import annotations
 
 import hashlib
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from validator._errors import SourceError
+from validator._inputs import CHECKSUMS_LIMIT, read_input
 
 if TYPE_CHECKING:
     from validator._check import Checker
@@ -94,12 +95,9 @@ def read_checksums(path: str) -> Checksums:
     SourceError for an unreadable file, a malformed line, or two lines that
     give one existing file different digests.
     """
+    data = read_input(path, "checksum list", CHECKSUMS_LIMIT)  # a regular file, bounded: never /dev/zero or a FIFO
     try:
-        with open(path, encoding="utf-8") as fh:
-            lines = fh.read().splitlines()
-    except OSError as exc:
-        msg = f"{path}: cannot read checksums: {exc.strerror or exc}"
-        raise SourceError(msg) from exc
+        lines = data.decode("utf-8").splitlines()
     except UnicodeDecodeError as exc:
         msg = f"{path}: cannot read checksums: {exc}"
         raise SourceError(msg) from exc

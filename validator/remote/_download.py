@@ -15,7 +15,10 @@
 # The digest is compared with --sha256, or the hub's LFS oid, or its
 # X-Linked-Etag.  With ``verify`` (a model signature: `stcheck download
 # --public-key`), the staged files are handed to it once all are written
-# and checked; a finding it returns refuses the download.  Only when every
+# and checked, with the one listing they were downloaded from (the
+# signature is fetched and compared at that commit, never by listing the
+# address again: a branch may have moved); a finding it returns refuses
+# the download.  Only when every
 # file of the source has passed are the temporary files renamed into place; otherwise they are removed and nothing
 # is left behind but the directories created.  Files get the mode
 # validator.save gives: an existing file's, else 0o666 less the umask.
@@ -47,9 +50,12 @@ from validator.remote._http import Client, Options
 if TYPE_CHECKING:
     from validator._findings import Finding
     from validator._rules import Profile
+    from validator.remote._hub import HubRepo
 
-# The staged files (path in the repository -> staged copy) -> the findings that refuse them.
-Verify = Callable[[dict[str, str]], list[tuple[str, "Finding"]]]
+# The staged files (path in the repository -> staged copy) and the hub's
+# listing they were downloaded from (the commit: None for a URL) -> the
+# findings that refuse them.
+Verify = Callable[[dict[str, str], "HubRepo | None"], list[tuple[str, "Finding"]]]
 CHUNK: Final = 8 << 20  # deep-check feed size
 BATCH: Final = 8 << 20  # bytes gathered before a write, a hash and a feed
 _HEX64: Final = re.compile(r"[0-9a-f]{64}")
@@ -353,7 +359,7 @@ def _commit(  # noqa: C901, PLR0917 - one private call site; stage, check, verif
 def _verify_staged(verify: Verify, entries: list[RemoteEntry], found: Plan, temps: list[str]) -> None:
     """Hand every staged file to ``verify``; raise DownloadRefused with what it finds."""
     rels = [*(entry.rel for entry in entries), *(index.rel for index in found.indexes)]
-    refused = verify(dict(zip(rels, temps, strict=True)))
+    refused = verify(dict(zip(rels, temps, strict=True)), found.hub)  # the one listing of the download
     if refused:
         msg = f"the model signature refuses the download ({len(refused)} findings): nothing was kept"
         raise DownloadRefused(msg, refused)

@@ -41,18 +41,37 @@ class HubFolder:
         return {p[len(base) :]: e for p, e in self.repo.entries.items() if p.startswith(base)}
 
 
-def hub_folder(source: str, options: Options) -> HubFolder:
-    """The listing of an ``hf://`` repository or folder address; raise
-    ValueError when it names a single file, RemoteError when the hub does
-    not answer."""
+def hub_folder(source: str, options: Options, listed: HubRepo | None = None) -> HubFolder:
+    """The listing of an ``hf://`` repository or folder address: ``listed``,
+    the listing the caller already holds (a download's), else the hub's
+    answer now; raise ValueError when it names a single file, RemoteError
+    when the hub does not answer.
+
+    One address is listed once per run: a branch can move between two
+    listings, so the commit listed here is the one whose signature is
+    fetched and compared, and the one a scan then reads (pinned)."""
     location = parse_hf(source)
     folder = location.path.strip("/")
     if folder.endswith(".safetensors") or is_index_name(folder):
         msg = f"{source}: a model signature covers a folder; give the repository or a folder of it, not one file"
         raise ValueError(msg)
+    if listed is not None:
+        if (listed.location.repo_id, listed.location.repo_type) != (location.repo_id, location.repo_type):
+            msg = f"{source}: the listing given is of {listed.display('')}, another repository"
+            raise ValueError(msg)
+        return HubFolder(listed, folder)
     return HubFolder(
         resolve(location, timeout=options.timeout, deadline=options.deadline, headers=options.headers), folder
     )
+
+
+def pinned(source: str, commit: str) -> str:
+    """The ``hf://`` address ``source`` at ``commit``: what it names, read
+    at the commit already listed, whatever its branch points to now."""
+    location = parse_hf(source)
+    kind = {"model": "", "dataset": "datasets/", "space": "spaces/"}[location.repo_type]
+    path = f"/{location.path}" if location.path else ""
+    return f"hf://{kind}{location.repo_id}@{commit}{path}"
 
 
 def fetch_files(

@@ -45,9 +45,11 @@ import hashlib
 import io
 import logging
 import pathlib
-import stat
+import tempfile
 from typing import TYPE_CHECKING, Any, Final
 
+from validator._errors import SourceError
+from validator._inputs import KEY_LIMIT, read_input
 from validator.config.install import install_hint
 from validator.signing.base import Keys, SignatureRejectedError, Signed, Signer, SigningSetupError
 
@@ -86,17 +88,19 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
 
 
-def configure(keys: Keys) -> Any:  # noqa: ANN401 - a model_signing.verifying.Config
-    """The library's verification config for ``keys``; raise SigningSetupError."""
+def configure(keys: Keys, files: Keys | None = None) -> Any:  # noqa: ANN401 - a model_signing.verifying.Config
+    """The library's verification config for ``keys``, read from ``files``
+    (the same keys, as copies read once: see Verifier); raise SigningSetupError."""
     verifying = _library()
     config = verifying.Config()
+    files = files or keys
     try:
         with _quiet():
-            if keys.public_key is not None:
-                return config.use_elliptic_key_verifier(public_key=keys.public_key)
-            if keys.certificate_chain:
-                return config.use_certificate_verifier(certificate_chain=list(keys.certificate_chain))
-            trust = None if keys.trust_config is None else pathlib.Path(keys.trust_config)
+            if files.public_key is not None:
+                return config.use_elliptic_key_verifier(public_key=files.public_key)
+            if files.certificate_chain:
+                return config.use_certificate_verifier(certificate_chain=list(files.certificate_chain))
+            trust = None if files.trust_config is None else pathlib.Path(files.trust_config)
             return config.use_sigstore_verifier(identity=keys.identity, oidc_issuer=keys.issuer, trust_config=trust)
     except (
         Exception
@@ -104,10 +108,49 @@ def configure(keys: Keys) -> Any:  # noqa: ANN401 - a model_signing.verifying.Co
         raise SigningSetupError(_setup_reason(keys, exc)) from exc
 
 
-def check_inputs(keys: Keys) -> str | None:
-    """Read the key or certificates given (and the trust configuration) as
-    the library will, at once; raise SigningSetupError with the reason.
-    Return the public key's fingerprint (``sha256:HEX`` of its DER
+def read_inputs(keys: Keys) -> dict[str, bytes]:
+    """The key, certificates and trust configuration given, each read once
+    (validator._inputs: a regular file, bounded); raise SigningSetupError."""
+    named = [
+        (keys.public_key, "--public-key {}: cannot use it as an EC public key (PEM)"),
+        *((path, "--certificate-chain {}: cannot read it as PEM certificates") for path in keys.certificate_chain),
+        (keys.trust_config, "--trust-config {}: not a Sigstore client trust configuration"),
+    ]
+    texts = {}
+    for path, refusal in named:
+        if path is None:
+            continue
+        try:
+            texts[path] = read_input(path, "key, certificate or trust configuration", KEY_LIMIT)
+        except SourceError as exc:
+            why = str(exc).removeprefix(f"{path}: ")
+            raise SigningSetupError(f"{refusal.format(path)}: {why}") from exc
+    return texts
+
+
+@contextlib.contextmanager
+def _copies(keys: Keys, texts: dict[str, bytes]) -> Iterator[Keys]:
+    """``keys`` with each file replaced by a private copy of the bytes read
+    (the library opens the files by name: it reads exactly what was checked)."""
+    with tempfile.TemporaryDirectory(prefix="stcheck-keys-") as tmp:
+        names: dict[str, str] = {}
+        for k, (path, data) in enumerate(texts.items()):
+            copy = pathlib.Path(tmp, str(k))
+            copy.write_bytes(data)
+            names[path] = str(copy)
+        yield Keys(
+            None if keys.public_key is None else names[keys.public_key],
+            tuple(names[p] for p in keys.certificate_chain),
+            keys.identity,
+            keys.issuer,
+            None if keys.trust_config is None else names[keys.trust_config],
+        )
+
+
+def check_inputs(keys: Keys, texts: dict[str, bytes] | None = None) -> str | None:
+    """Check the key or certificates given (``texts``: as read_inputs read
+    them) as the library will, at once; raise SigningSetupError with the
+    reason.  Return the public key's fingerprint (``sha256:HEX`` of its DER
     SubjectPublicKeyInfo), or None without one."""
     try:
         from cryptography import x509  # noqa: PLC0415 - a dependency of the sign extra
@@ -116,11 +159,10 @@ def check_inputs(keys: Keys) -> str | None:
     except ImportError as exc:
         msg = f"signature verification needs {exc.name}, which is not installed: {install_hint('sign')}"
         raise SigningSetupError(msg) from exc
-    named = [keys.public_key, *keys.certificate_chain, keys.trust_config]
+    texts = read_inputs(keys) if texts is None else texts
     try:
-        texts = {path: _read_small(path) for path in named if path is not None}
         key = None if keys.public_key is None else serialization.load_pem_public_key(texts[keys.public_key])
-    except (OSError, ValueError) as exc:
+    except ValueError as exc:
         raise SigningSetupError(_setup_reason(keys, exc)) from exc
     for path in keys.certificate_chain:
         _certificates(x509, path, texts[path])
@@ -141,17 +183,6 @@ def _certificates(x509: Any, path: str, text: bytes) -> None:  # noqa: ANN401 - 
         raise SigningSetupError(msg) from exc
 
 
-def _read_small(path: str) -> bytes:
-    """A key, certificate or trust file: a regular file (a FIFO would block), read whole."""
-    file = pathlib.Path(path)
-    st = file.stat()
-    if not stat.S_ISREG(st.st_mode):
-        raise ValueError("not a regular file")
-    if st.st_size > MAX_SIGNATURE_SIZE:
-        raise ValueError(f"{st.st_size} bytes: not a key or certificate file")
-    return file.read_bytes()
-
-
 class Verifier:
     """OMS verification (validator.signing.base.SignatureVerifier): the
     library's verifier for one set of keys, read and checked at once."""
@@ -159,9 +190,11 @@ class Verifier:
     method = "oms"
 
     def __init__(self, keys: Keys) -> None:
-        self.fingerprint = check_inputs(keys)
+        texts = read_inputs(keys)
+        self.fingerprint = check_inputs(keys, texts)
         self.keys = keys
-        self._config = configure(keys)
+        with _copies(keys, texts) as files:
+            self._config = configure(keys, files)  # the library reads its copies here, once
 
     def verify(self, signature: str) -> Signed:
         """Verify one signature file; raise SignatureRejectedError, or
@@ -192,15 +225,17 @@ def verify(config: Any, keys: Keys, signature: str) -> Signed:  # noqa: ANN401 -
     configure); raise SignatureRejectedError with the reason when it does not
     verify, SigningSetupError when the library is not the version pinned."""
     try:
-        st = pathlib.Path(signature).stat()
-    except OSError as exc:
-        raise SignatureRejectedError(f"cannot read the signature: {exc.strerror or exc}") from exc
-    if not stat.S_ISREG(st.st_mode):
-        raise SignatureRejectedError("the signature is not a regular file")
-    size = st.st_size
-    if size > MAX_SIGNATURE_SIZE:
-        raise SignatureRejectedError(f"the signature is {size} bytes, more than the {MAX_SIGNATURE_SIZE} stcheck reads")
-    return _manifest(config, keys, pathlib.Path(signature))
+        data = read_input(signature, "model signature", MAX_SIGNATURE_SIZE)
+    except SourceError as exc:
+        why = str(exc).removeprefix(f"{signature}: ")
+        if why.startswith("not a regular file"):
+            raise SignatureRejectedError("the signature is not a regular file") from exc
+        raise SignatureRejectedError(f"cannot read the signature: {why}") from exc
+    # The library reads a bundle by name: it gets a private copy of the bytes read here.
+    with tempfile.TemporaryDirectory(prefix="stcheck-sig-") as tmp:
+        copy = pathlib.Path(tmp, "model.sig")
+        copy.write_bytes(data)
+        return _manifest(config, keys, copy)
 
 
 def _manifest(config: Any, keys: Keys, path: pathlib.Path) -> Signed:  # noqa: ANN401 - a model_signing.verifying.Config

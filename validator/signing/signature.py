@@ -30,10 +30,14 @@
 # a folder's signature cannot cover a file given alone, nor a file's
 # signature a folder of other names.
 #
+# As `model_signing verify` refuses them, so does compare(): a signed file
+# that an ignore path covers (the library leaves it out, then finds it
+# missing), a special file anywhere in the folder, and, when the signature
+# was made without `allow_symlinks`, every symbolic link anywhere in it
+# (``odd``, found by the pipeline's walk of a local folder).
+#
 # Where stcheck differs from `model_signing verify`, on purpose:
-#   - symlinks are followed (the walker's rule, as every loader follows them)
-#     and compared by the content they lead to, whatever the signature's
-#     `allow_symlinks`; a hub-cache snapshot is all symlinks.
+#   - a hub-cache snapshot is all symlinks: compared by what they lead to.
 #   - a signed file that the library would ignore (a `.gitattributes` signed
 #     with --no-ignore-git-paths) is compared, not reported missing.
 #   - a file the walker skips (below `.git`, `.hg` or `.svn`) is read and
@@ -45,6 +49,7 @@ import importlib.util
 import math
 import posixpath
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Final
 
 from validator.config.install import install_hint
@@ -137,6 +142,13 @@ def to_manifest(signed: Signed) -> Manifest:
     cannot reproduce its digests."""
     spec = _spec(signed.serialization)
     digests: dict[str, list[tuple[int, int, str]]] = {}
+    # A single file's one resource is ".", or by shards each of its shards ".:START:END".
+    single = bool(signed.resources) and all(
+        name.partition(":")[0] == SINGLE_FILE if spec.shard_size is not None else name == SINGLE_FILE
+        for name, _, _ in signed.resources
+    )
+    if single and spec.shard_size is None and len(signed.resources) != 1:
+        raise UnsupportedError(f"it lists the single file {SINGLE_FILE!r} {len(signed.resources)} times")
     for name, algorithm, digest in signed.resources:
         if algorithm != spec.label:
             raise UnsupportedError(
@@ -150,7 +162,7 @@ def to_manifest(signed: Signed) -> Manifest:
             if not sep or not begin.isdigit() or not stop.isdigit() or int(begin) >= int(stop):
                 raise UnsupportedError(f"{name!r} is not a shard name PATH:START:END")
             start, end = int(begin), int(stop)
-        rel = SINGLE_FILE if path == SINGLE_FILE and len(signed.resources) == 1 else _relative(path)
+        rel = SINGLE_FILE if single else _relative(path)
         if rel is None:
             raise UnsupportedError(f"{name!r} is not a relative path inside the folder")
         digests.setdefault(rel, []).append((start, end, digest.lower()))
@@ -210,6 +222,13 @@ class Outcome:
     checked: int = 0  # signed files whose digests matched
     compared: int = 0  # signed files present and compared (matched or not)
     ignored: list[str] = field(default_factory=list)  # files present and left out: git paths, ignore paths
+    why_ignored: dict[str, str] = field(default_factory=dict)  # ...and why each was left out
+    matched: list[str] = field(default_factory=list)  # signed files whose digests matched
+
+    @property
+    def not_covered(self) -> list[str]:
+        """Files present that the signature does not cover (unsigned-file)."""
+        return [rel for rel, slug, _ in self.findings if slug == "unsigned-file"]
 
     def add(self, rel: str, slug: str, message: str) -> None:
         self.findings.append((rel, slug, message))
@@ -243,12 +262,16 @@ def compare(
     where: str,
     signature_rel: str | None,
     ignore: Iterable[str] = (),
+    odd: Mapping[str, str] = MappingProxyType({}),
 ) -> Outcome:
     """Match the files present (by path relative to the signed folder)
     against the manifest; ``where`` names the signature in messages,
-    ``signature_rel`` is its own path in the folder (None when outside), and
-    ``ignore`` the user's ignore paths (relative to the folder)."""
+    ``signature_rel`` is its own path in the folder (None when outside),
+    ``ignore`` the user's ignore paths (relative to the folder), and ``odd``
+    what the folder holds that is not a plain file or folder (path ->
+    "link" or "special")."""
     out = Outcome()
+    ignore = tuple(ignore)
     for rel, signed in sorted(manifest.digests.items()):
         seen = present.get(rel)
         if seen is None:
@@ -258,24 +281,64 @@ def compare(
                 out.add(rel, "signature-unsupported", f"not compared with {where}: {seen.why_not}")
         elif (why := _changed(manifest, signed, seen, where)) is not None:
             out.add(rel, "signed-file-changed", f"the file changed since it was signed: {why}")
+        elif (left := _left_out(rel, (*manifest.ignore, *ignore))) is not None:
+            # model_signing's verify leaves it out of what it hashes, then
+            # finds a signed file missing: the folder does not verify.
+            out.add(
+                rel,
+                "signed-file-missing",
+                f"{where} signs this file, but the ignore path {left} leaves it out, and a signed file "
+                "cannot be left out: drop that ignore path",
+            )
         else:
             out.checked += 1
+            out.matched.append(rel)
         if seen is not None and seen.digests is not None:
             out.compared += 1
-    _unsigned(manifest, present, out, where=where, skip=(*GIT_PATHS, *manifest.ignore, *ignore), own=signature_rel)
+    _odd(manifest, odd, out, where=where)
+    skip = {
+        **dict.fromkeys(ignore, "an ignore path given (--ignore-path, the policy's ignore_paths)"),
+        **dict.fromkeys(manifest.ignore, "the signature's own ignore_paths"),
+        **dict.fromkeys(GIT_PATHS, "a git path, which model_signing leaves out"),
+    }
+    _unsigned(manifest, present, out, where=where, skip=skip, own=signature_rel)
     return out
 
 
+def _left_out(rel: str, paths: Iterable[str]) -> str | None:
+    return next((p for p in paths if rel == p or rel.startswith(p + "/")), None)
+
+
+def _odd(manifest: Manifest, odd: Mapping[str, str], out: Outcome, *, where: str) -> None:
+    """What model_signing's verify refuses a folder for, wherever it lies
+    (below .git and the ignore paths too): a special file always, a
+    symbolic link unless the signature was made with allow_symlinks."""
+    for rel, kind in sorted(odd.items()):
+        if kind == "special":
+            out.add(rel, "unsigned-file", f"not a regular file or folder: {where} cannot cover it")
+        elif not manifest.allow_symlinks:
+            why = "a symbolic link, and the signature was made without allow_symlinks"
+            out.add(rel, "unsigned-file", f"{why}: {where} covers no link")
+
+
 def _unsigned(
-    manifest: Manifest, present: Mapping[str, Seen], out: Outcome, *, where: str, skip: tuple[str, ...], own: str | None
+    manifest: Manifest,
+    present: Mapping[str, Seen],
+    out: Outcome,
+    *,
+    where: str,
+    skip: Mapping[str, str],
+    own: str | None,
 ) -> None:
-    """Each file present that the manifest does not list: left out (``skip``,
-    counted) or unsigned-file; ``own`` is the signature itself."""
+    """Each file present that the manifest does not list: left out (``skip``:
+    path -> why; counted) or unsigned-file; ``own`` is the signature itself."""
     for rel, seen in sorted(present.items()):
         if rel in manifest.digests or rel == own:
             continue
-        if ignored(rel, skip):
+        left = _left_out(rel, skip)
+        if left is not None:
             out.ignored.append(rel)
+            out.why_ignored[rel] = skip[left]
             continue
         if manifest.by_shards and seen.size == 0:
             continue  # no shard: the library signs nothing of an empty file
