@@ -21,12 +21,13 @@ import bz2
 import gzip
 import io
 import lzma
+import math
 import pickle
 import struct
 import zipfile
 import zlib
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import Final, TypeAlias
 
 # -- the value tree --------------------------------------------------------------
 
@@ -63,9 +64,14 @@ class Build:
     state: Value
 
 
-Value: TypeAlias = (
-    "bool | int | str | bytes | tuple[Value, ...] | list[Value] | dict[str, Value] | Ref | Call | New | Build | None"
-)
+@dataclass(frozen=True)
+class Persistent:
+    """A persistent id (BINPERSID): how torch.save refers to a storage from its pickle."""
+
+    pid: Value
+
+
+Value: TypeAlias = "bool | int | str | bytes | tuple[Value, ...] | list[Value] | dict[str, Value] | Ref | Call | New | Build | Persistent | None"
 
 # -- streams ---------------------------------------------------------------------
 
@@ -151,8 +157,8 @@ class Npz:
 
 @dataclass(frozen=True)
 class TorchZip:
-    """``torch.save``'s zip: ``{root}/data.pkl``, ``{root}/byteorder``, ``{root}/version``
-    and ``{root}/data/{key}`` storages, all stored."""
+    """``torch.save``'s zip: ``{root}/data.pkl`` beside its byteorder, version,
+    format records and ``{root}/data/{key}`` storages, all stored."""
 
     data_pkl: Body
     root: str = "archive"
@@ -177,10 +183,16 @@ class SevenZip:
 
 @dataclass(frozen=True)
 class TorchSave:
-    """What ``torch.save`` itself writes for a small state dict (benign cases only)."""
+    """The file ``torch.save`` writes for a state dict of float32 tensors
+    ``(name, shape, values)``: the zip form, or the legacy stream (magic
+    number, protocol version, sys_info, the object, the storage keys, then
+    each storage as its element count and bytes)."""
 
+    tensors: tuple[tuple[str, tuple[int, ...], tuple[float, ...]], ...] = (
+        ("weight", (2, 3), (0.0, 1.0, 2.0, 3.0, 4.0, 5.0)),
+        ("bias", (2,), (0.0, 0.0)),
+    )
     legacy: bool = False
-    protocol: int = 2
 
 
 Container: TypeAlias = "Plain | Zip | Npy | Npz | TorchZip | Compressed | SevenZip | TorchSave"
@@ -249,7 +261,11 @@ def _operand(name: str, arg: object) -> bytes:
         module, name_ = arg.split(" ", 1)
         return f"{module}\n{name_}\n".encode()
     if name == "UNICODE":
+        # raw-unicode-escape leaves these bytes as they are, and one of them
+        # would end the line early: pickle writes them as \uXXXX escapes.
         assert isinstance(arg, str)
+        for char in "\\\0\n\r\x1a":
+            arg = arg.replace(char, f"\\u{ord(char):04x}")
         return arg.encode("raw-unicode-escape") + b"\n"
     if name == "STRING":
         return repr(arg).encode() + b"\n"
@@ -277,11 +293,27 @@ def value_ops(value: Value, proto: int) -> tuple[Op, ...]:
 
 
 class _Writer:
-    """pickle.dumps's layout of a value tree, with its memo numbering (no reuse of equal values)."""
+    """pickle.dumps's layout of a value tree, with its memo numbering.  pickle
+    reuses a memo entry for the same object; here equal strings and globals
+    count as the same object, as they are in the suites' objects (interned
+    names, one function object)."""
 
     def __init__(self, proto: int) -> None:
         self.proto = proto
         self.next = 0
+        self.seen: dict[object, int] = {}
+
+    def memo_get(self, key: object) -> list[Op] | None:
+        at = self.seen.get(key)
+        if at is None:
+            return None
+        if self.proto == 0:
+            return [("GET", at)]
+        return [("BINGET", at) if at < 256 else ("LONG_BINGET", at)]
+
+    def remember(self, key: object, ops: list[Op]) -> list[Op]:
+        self.seen[key] = self.next - 1
+        return ops
 
     def memo(self) -> Op:
         at, self.next = self.next, self.next + 1
@@ -306,11 +338,16 @@ class _Writer:
                 return [("BININT2", value)]
             return [("BININT", value)]
         if isinstance(value, str):
+            again = self.memo_get(("str", value))
+            if again is not None:
+                return again
             if proto == 0:
-                return [("UNICODE", value), self.memo()]
-            if proto >= 4 and len(value.encode()) < 256:
-                return [("SHORT_BINUNICODE", value), self.memo()]
-            return [("BINUNICODE", value), self.memo()]
+                op: Op = ("UNICODE", value)
+            elif proto >= 4 and len(value.encode()) < 256:
+                op = ("SHORT_BINUNICODE", value)
+            else:
+                op = ("BINUNICODE", value)
+            return self.remember(("str", value), [op, self.memo()])
         if isinstance(value, bytes):
             assert proto >= 3, "bytes need protocol 3"
             return [("SHORT_BINBYTES" if len(value) < 256 else "BINBYTES", value), self.memo()]
@@ -326,10 +363,17 @@ class _Writer:
         if isinstance(value, dict):
             return self._container(list(value.items()), ("EMPTY_DICT",), ("DICT",), "SETITEM")
         if isinstance(value, Ref):
+            again = self.memo_get(value)
+            if again is not None:
+                return again
             if proto >= 4:
-                return [*self.push(value.module), *self.push(value.name), ("STACK_GLOBAL",), self.memo()]
+                ops = [*self.push(value.module), *self.push(value.name), ("STACK_GLOBAL",), self.memo()]
+                return self.remember(value, ops)
             module = "__builtin__" if value.module == "builtins" and proto < 3 else value.module
-            return [("GLOBAL", f"{module} {value.name}"), self.memo()]
+            return self.remember(value, [("GLOBAL", f"{module} {value.name}"), self.memo()])
+        if isinstance(value, Persistent):
+            assert proto >= 1, "BINPERSID needs protocol 1"
+            return [*self.push(value.pid), ("BINPERSID",)]
         if isinstance(value, Call):
             return [*self.push(value.func), *self.push(value.args), ("REDUCE",), self.memo()]
         if isinstance(value, New):
@@ -434,11 +478,16 @@ def npy_bytes(npy: Npy) -> bytes:
 
 
 def _torch_zip(spec: TorchZip) -> bytes:
+    # torch.save's member order; its 64-byte alignment of storages is left
+    # out (torch.load does not need it).
     members = [
         (f"{spec.root}/data.pkl", body_bytes(spec.data_pkl)),
+        (f"{spec.root}/.format_version", b"1"),
+        (f"{spec.root}/.storage_alignment", b"64"),
         (f"{spec.root}/byteorder", b"little"),
         *((f"{spec.root}/data/{key}", raw) for key, raw in spec.storages),
         (f"{spec.root}/version", b"3\n"),
+        (f"{spec.root}/.data/serialization_id", b"0" * 40),
     ]
     return _zip(tuple(members))
 
@@ -490,13 +539,40 @@ def _seven_zip(spec: SevenZip) -> bytes:
     return b"7z\xbc\xaf\x27\x1c\x00\x04" + struct.pack("<I", zlib.crc32(start)) + start + data + header
 
 
-def _torch_save(spec: TorchSave) -> bytes:
-    import torch
+# torch's legacy format opens with this number.
+_LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
+_LEGACY_SYS_INFO: Final[dict[str, Value]] = {
+    "protocol_version": 1001,
+    "little_endian": True,
+    "type_sizes": {"short": 2, "int": 4, "long": 4},
+}
 
-    state = {"weight": torch.arange(6, dtype=torch.float32).reshape(2, 3), "bias": torch.zeros(2)}
-    buf = io.BytesIO()
-    torch.save(state, buf, pickle_protocol=spec.protocol, _use_new_zipfile_serialization=not spec.legacy)
-    return buf.getvalue()
+
+def _torch_save(spec: TorchSave) -> bytes:
+    state: dict[str, Value] = {}
+    keys: list[str] = []
+    storages: list[bytes] = []
+    for index, (name, shape, values) in enumerate(spec.tensors):
+        key = str(140000000000000 + index) if spec.legacy else str(index)
+        pid: tuple[Value, ...] = ("storage", Ref("torch", "FloatStorage"), key, "cpu", len(values))
+        stride = tuple(math.prod(shape[i + 1 :]) for i in range(len(shape)))
+        hooks = Call(Ref("collections", "OrderedDict"), ())
+        args = (Persistent((*pid, None) if spec.legacy else pid), 0, shape, stride, False, hooks)
+        state[name] = Call(Ref("torch._utils", "_rebuild_tensor_v2"), args)
+        keys.append(key)
+        storages.append(struct.pack(f"<{len(values)}f", *values))
+    obj = Stream(state, 2)
+    if not spec.legacy:
+        return _torch_zip(TorchZip(obj, storages=tuple(zip(keys, storages, strict=True))))
+    magic = assemble((("PROTO", 2), ("LONG1", None), ("RAW", _long1(_LEGACY_MAGIC)), ("STOP",)))
+    head = magic + stream_bytes(Stream(1001, 2)) + stream_bytes(Stream(_LEGACY_SYS_INFO, 2))
+    data = b"".join(struct.pack("<q", len(raw) // 4) + raw for raw in storages)
+    return head + stream_bytes(obj) + stream_bytes(Stream(list[Value](keys), 2)) + data
+
+
+def _long1(n: int) -> bytes:
+    raw = n.to_bytes((n.bit_length() + 8) // 8, "little", signed=True)
+    return bytes([len(raw)]) + raw
 
 
 def build(container: Container) -> bytes:

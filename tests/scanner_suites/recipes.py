@@ -450,8 +450,8 @@ def _picklescan() -> list[Recipe]:
             ps,
             f"{_PS_GEN} initialize_pickle_files -> tests/data/malicious13a.pkl; tests/test_scanner.py::test_pickle_files",
             "malicious13a.pkl",
-            Plain(_call("cPickle", "loads", Call(Ref("_codecs", "encode"), ("I12345\n.", "latin1")), protocol=0)),
-            "pickle.loads (spelled cPickle.loads at protocol 0) of a stream that gives 12345",
+            Plain(_call("pickle", "loads", Call(Ref("_codecs", "encode"), ("I12345\n.", "latin1")), protocol=0)),
+            "pickle.loads of a stream that gives 12345, its bytes spelled _codecs.encode(str, 'latin1') at protocol 0",
             "malicious",
             "error",
         ),
@@ -975,6 +975,23 @@ def _modelscan() -> list[Recipe]:
                         "for a __reduce__ to a builtin function and for builtin data",
                     )
                 )
+    # The rest of fixture file_path: the same Malicious classes as picklescan's.
+    by_sample = {sample: (module, name, args, proto) for sample, module, name, args, proto in _PS_CLASSES}
+    for sample in ("malicious3", "malicious4", "malicious5", "malicious7", "malicious8", "malicious9"):
+        module, name, args, proto = by_sample[sample]
+        suffix = ".pickle" if sample in {"malicious4", "malicious5"} else ".pkl"
+        rows.append(
+            _r(
+                sample,
+                ms,
+                f"{_MS} fixture file_path -> data/{sample}{suffix}; test_scan_pickle_operators",
+                sample + suffix,
+                Plain(_call(module, name, *args, protocol=proto)),
+                f"{module}.{name}{args!r}",
+                "malicious",
+                "error",
+            )
+        )
     rows += [
         _r(
             "malicious12",
@@ -1027,6 +1044,36 @@ def _modelscan() -> list[Recipe]:
             "malicious14.pkl",
             Plain(Ops((*_CTF_OPS, ("RAW", b"\n\n\t\t")))),
             "os.system('true') from memoised UNICODE strings, junk after STOP",
+            "malicious",
+            "error",
+        ),
+        _r(
+            "malicious6",
+            ms,
+            f"{_MS} fixture file_path -> data/malicious6.pkl; test_scan_pickle_operators",
+            "malicious6.pkl",
+            Plain(Concat((Dumps(["a", "b", "c"]), _call("requests.api", "get", "")))),
+            "a benign list stream, then a second stream calling requests.api.get",
+            "malicious",
+            "error",
+        ),
+        _r(
+            "malicious11",
+            ms,
+            f"{_MS} fixture file_path -> data/malicious11.pkl; test_scan_pickle_operators",
+            "malicious11.pkl",
+            Plain(Ops(_CTF_OPS)),
+            "os.system('true') from memoised UNICODE strings; no PROTO, first byte `V`",
+            "malicious",
+            "error",
+        ),
+        _r(
+            "malicious1_zip",
+            ms,
+            f"{_MS} fixture file_path -> data/malicious1.zip; test_scan_file_path",
+            "malicious1.zip",
+            Zip((("data.pkl", _EVAL4),)),
+            "builtins.eval in a zip's data.pkl",
             "malicious",
             "error",
         ),
