@@ -78,10 +78,16 @@ Value: TypeAlias = "bool | int | str | bytes | tuple[Value, ...] | list[Value] |
 
 @dataclass(frozen=True)
 class Stream:
-    """``value`` pickled at ``protocol`` as pickle.dumps would lay it out (without a memo)."""
+    """``values`` pickled at ``protocol`` as pickle.dumps lays out one value:
+    PROTO, one FRAME from protocol 4, the memo, STOP.  Several values stay on
+    the stack at STOP (a pickler that injects objects before the real one);
+    ``memo`` and ``frame`` off give the bare layout of a hand-assembled case."""
 
     value: Value
     protocol: int = 4
+    before: tuple[Value, ...] = ()
+    memo: bool = True
+    frame: bool = True
 
 
 Op: TypeAlias = "tuple[str] | tuple[str, object]"
@@ -286,10 +292,10 @@ def _operand(name: str, arg: object) -> bytes:
     raise ValueError(msg)
 
 
-def value_ops(value: Value, proto: int) -> tuple[Op, ...]:
+def value_ops(value: Value, proto: int, *, memoise: bool = True) -> tuple[Op, ...]:
     """The opcodes that push ``value`` at protocol ``proto`` (no PROTO, FRAME or STOP),
     memoised where pickle.dumps memoises (strings, bytes, containers, globals, call results)."""
-    return tuple(_Writer(proto).push(value))
+    return tuple(_Writer(proto, memoise=memoise).push(value))
 
 
 class _Writer:
@@ -298,8 +304,9 @@ class _Writer:
     count as the same object, as they are in the suites' objects (interned
     names, one function object)."""
 
-    def __init__(self, proto: int) -> None:
+    def __init__(self, proto: int, *, memoise: bool = True) -> None:
         self.proto = proto
+        self.memoise = memoise
         self.next = 0
         self.seen: dict[object, int] = {}
 
@@ -312,16 +319,19 @@ class _Writer:
         return [("BINGET", at) if at < 256 else ("LONG_BINGET", at)]
 
     def remember(self, key: object, ops: list[Op]) -> list[Op]:
-        self.seen[key] = self.next - 1
+        if self.memoise:
+            self.seen[key] = self.next - 1
         return ops
 
-    def memo(self) -> Op:
+    def memo(self) -> tuple[Op, ...]:
+        if not self.memoise:
+            return ()
         at, self.next = self.next, self.next + 1
         if self.proto >= 4:
-            return ("MEMOIZE",)
+            return (("MEMOIZE",),)
         if self.proto >= 1:
-            return ("BINPUT", at) if at < 256 else ("LONG_BINPUT", at)
-        return ("PUT", at)
+            return ((("BINPUT", at) if at < 256 else ("LONG_BINPUT", at)),)
+        return (("PUT", at),)
 
     def push(self, value: Value) -> list[Op]:
         proto = self.proto
@@ -347,17 +357,21 @@ class _Writer:
                 op = ("SHORT_BINUNICODE", value)
             else:
                 op = ("BINUNICODE", value)
-            return self.remember(("str", value), [op, self.memo()])
+            return self.remember(("str", value), [op, *self.memo()])
         if isinstance(value, bytes):
             assert proto >= 3, "bytes need protocol 3"
-            return [("SHORT_BINBYTES" if len(value) < 256 else "BINBYTES", value), self.memo()]
+            again = self.memo_get(("bytes", value))
+            if again is not None:
+                return again
+            op = ("SHORT_BINBYTES" if len(value) < 256 else "BINBYTES", value)
+            return self.remember(("bytes", value), [op, *self.memo()])
         if isinstance(value, tuple):
             if not value:
                 return [("EMPTY_TUPLE",)] if proto >= 1 else [("MARK",), ("TUPLE",)]
             items = [op for item in value for op in self.push(item)]
             if proto >= 2 and len(value) <= 3:
-                return [*items, (("TUPLE1", "TUPLE2", "TUPLE3")[len(value) - 1],), self.memo()]
-            return [("MARK",), *items, ("TUPLE",), self.memo()]
+                return [*items, (("TUPLE1", "TUPLE2", "TUPLE3")[len(value) - 1],), *self.memo()]
+            return [("MARK",), *items, ("TUPLE",), *self.memo()]
         if isinstance(value, list):
             return self._container([(item,) for item in value], ("EMPTY_LIST",), ("LIST",), "APPEND")
         if isinstance(value, dict):
@@ -367,18 +381,18 @@ class _Writer:
             if again is not None:
                 return again
             if proto >= 4:
-                ops = [*self.push(value.module), *self.push(value.name), ("STACK_GLOBAL",), self.memo()]
+                ops = [*self.push(value.module), *self.push(value.name), ("STACK_GLOBAL",), *self.memo()]
                 return self.remember(value, ops)
             module = "__builtin__" if value.module == "builtins" and proto < 3 else value.module
-            return self.remember(value, [("GLOBAL", f"{module} {value.name}"), self.memo()])
+            return self.remember(value, [("GLOBAL", f"{module} {value.name}"), *self.memo()])
         if isinstance(value, Persistent):
             assert proto >= 1, "BINPERSID needs protocol 1"
             return [*self.push(value.pid), ("BINPERSID",)]
         if isinstance(value, Call):
-            return [*self.push(value.func), *self.push(value.args), ("REDUCE",), self.memo()]
+            return [*self.push(value.func), *self.push(value.args), ("REDUCE",), *self.memo()]
         if isinstance(value, New):
             assert proto >= 2, "NEWOBJ needs protocol 2"
-            return [*self.push(value.cls), *self.push(value.args), ("NEWOBJ",), self.memo()]
+            return [*self.push(value.cls), *self.push(value.args), ("NEWOBJ",), *self.memo()]
         if isinstance(value, Build):
             return [*self.push(value.obj), *self.push(value.state), ("BUILD",)]
         msg = f"cannot pickle {value!r}"
@@ -388,7 +402,7 @@ class _Writer:
         # The container is memoised while empty, then filled: one item with
         # APPEND/SETITEM, more in one MARK ... APPENDS/SETITEMS batch
         # (protocol 0 adds them one by one).
-        head: list[Op] = [("MARK",), marked, self.memo()] if self.proto == 0 else [empty, self.memo()]
+        head: list[Op] = [("MARK",), marked, *self.memo()] if self.proto == 0 else [empty, *self.memo()]
         pushed = [[op for part in item for op in self.push(part)] for item in items]
         if self.proto == 0:
             return [*head, *(op for item in pushed for op in (*item, (add,)))]
@@ -407,11 +421,13 @@ def framed(ops: tuple[Op, ...], protocol: int = 4) -> Ops:
 
 def stream_bytes(stream: Stream) -> bytes:
     """``stream`` as pickle.dumps lays out its object: PROTO, one FRAME from protocol 4, STOP."""
-    body = assemble((*value_ops(stream.value, stream.protocol), ("STOP",)))
+    writer = _Writer(stream.protocol, memoise=stream.memo)
+    ops = [op for value in (*stream.before, stream.value) for op in writer.push(value)]
+    body = assemble((*ops, ("STOP",)))
     if stream.protocol < 2:
         return body
     head = assemble((("PROTO", stream.protocol),))
-    if stream.protocol >= 4 and len(body) >= 4:  # pickle frames any body of 4 bytes or more
+    if stream.frame and stream.protocol >= 4 and len(body) >= 4:  # pickle frames any body of 4 bytes or more
         head += assemble((("FRAME", len(body)),))
     return head + body
 

@@ -38,9 +38,7 @@ from scanner_suites.build import (
     TorchZip,
     Value,
     Zip,
-    assemble,
     framed,
-    value_ops,
 )
 
 SUITES: Final = {
@@ -161,8 +159,6 @@ _PS_REDUCE: Final[tuple[tuple[str, str, str, tuple[Value, ...]], ...]] = (
     ("GHSA-g38g-8gr9-h9xp-osx-support", "_osx_support", "_read_output", ("true",)),
     ("GHSA-g38g-8gr9-h9xp-aix-support", "_aix_support", "_read_cmd_output", ("true",)),
     ("GHSA-g38g-8gr9-h9xp-imaplib", "imaplib", "IMAP4_stream", ("true",)),
-    ("GHSA-g38g-8gr9-h9xp-pyrepl-pager", "_pyrepl.pager", "pipe_pager", ("text", "true")),
-    ("GHSA-g38g-8gr9-h9xp-test", "test.support.script_helper", "assert_python_ok", ("-c", "pass")),
 )
 
 # (sample, module, name, inert args, protocol): the Malicious* classes of
@@ -363,6 +359,24 @@ def _picklescan() -> list[Recipe]:
             )
         )
     q77w_args: tuple[Value, ...] = ({}, "true", True, None, None, None, 0)
+    # Two GHSA-g38g-8gr9-h9xp samples are raw bytes there (their modules are
+    # missing on some platforms): no FRAME, no memo.
+    rows += [
+        _r(
+            sample,
+            ps,
+            f"{_PS_GEN} initialize_pickle_files -> tests/data2/{sample}.pkl (raw bytes); {_PS_TEST}",
+            f"{sample}.pkl",
+            Plain(Stream(Call(Ref(module, name), args), memo=False, frame=False)),
+            f"{module}.{name}{args!r}",
+            "malicious",
+            "error",
+        )
+        for sample, module, name, args in (
+            ("GHSA-g38g-8gr9-h9xp-pyrepl-pager", "_pyrepl.pager", "pipe_pager", ("text", "true")),
+            ("GHSA-g38g-8gr9-h9xp-test", "test.support.script_helper", "assert_python_ok", ("-c pass",)),
+        )
+    ]
     rows += [
         _r(
             "GHSA-jgw4-cr84-mqxg",
@@ -1195,16 +1209,9 @@ def _modelscan() -> list[Recipe]:
             "tests/test_modelscan.py::test_scan_numpy",
             "unsafe_numpy.npy",
             Plain(
-                framed(
-                    (
-                        ("SHORT_BINUNICODE", "builtins"),
-                        ("SHORT_BINUNICODE", "exec"),
-                        ("STACK_GLOBAL",),
-                        ("SHORT_BINUNICODE", "pass"),
-                        ("TUPLE1",),
-                        ("REDUCE",),
-                        ("RAW", _value_ops(_int_array([1, 2, 3, 4, 5, 6], (2, 3)))),
-                    )
+                Stream(
+                    _int_array([1, 2, 3, 4, 5, 6], (2, 3)),
+                    before=(Call(Ref("builtins", "exec"), ("pass",)),),
                 )
             ),
             "builtins.exec('pass') injected before an int array, as a raw pickle named .npy (np.load falls back to pickle)",
@@ -1235,12 +1242,12 @@ def _modelscan() -> list[Recipe]:
     return rows
 
 
-def _value_ops(value: Value) -> bytes:
-    """``value``'s opcodes at protocol 4 without PROTO, FRAME or STOP (to splice into a stream)."""
-    return assemble(value_ops(value, 4))
-
-
 # -- fickling --------------------------------------------------------------------
+
+
+def _bare(module: str, name: str, *args: Value) -> Stream:
+    """A hand-assembled protocol-4 call: no FRAME, no memo."""
+    return Stream(Call(Ref(module, name), args), memo=False, frame=False)
 
 
 def _sg(module: str, name: str, *then: Op) -> tuple[Op, ...]:
@@ -1281,8 +1288,33 @@ def _fickling() -> list[Recipe]:
     add(
         "test_missing_marshal_and_types",
         "marshal_types",
-        Stream(
-            Build(Call(Call(Ref("types", "FunctionType"), (Call(Ref("marshal", "loads"), (code,)), {})), ()), "gottem")
+        Ops(
+            (
+                ("PROTO", 4),
+                ("FRAME", 0),
+                *_sg("marshal", "loads"),
+                ("MEMOIZE",),
+                ("BINGET", 0),
+                ("SHORT_BINBYTES", code),
+                ("TUPLE1",),
+                ("REDUCE",),
+                ("MEMOIZE",),
+                *_sg("types", "FunctionType"),
+                ("MEMOIZE",),
+                ("BINGET", 2),
+                ("BINGET", 1),
+                ("EMPTY_DICT",),
+                ("TUPLE2",),
+                ("REDUCE",),
+                ("MEMOIZE",),
+                ("BINGET", 3),
+                ("EMPTY_TUPLE",),
+                ("REDUCE",),
+                ("MEMOIZE",),
+                ("SHORT_BINUNICODE", "gottem"),
+                ("BUILD",),
+                ("STOP",),
+            )
         ),
         "types.FunctionType(marshal.loads(<code of 'pass'>), {})()",
     )
@@ -1295,8 +1327,21 @@ def _fickling() -> list[Recipe]:
     add(
         "test_missing_cprofile",
         "cprofile_run",
-        framed((*_sg("cProfile", "run"), ("MEMOIZE",), ("REDUCE",), ("MEMOIZE",)), 5),
-        "cProfile.run imported, REDUCE with no argument tuple (the loader fails before the call)",
+        framed(
+            (
+                ("SHORT_BINUNICODE", "cProfile"),
+                ("MEMOIZE",),
+                ("SHORT_BINUNICODE", "run"),
+                ("MEMOIZE",),
+                ("STACK_GLOBAL",),
+                ("MEMOIZE",),
+                ("REDUCE",),
+                ("MEMOIZE",),
+            ),
+            5,
+        ),
+        "cProfile.run imported, REDUCE with no argument tuple (the loader fails before the call); "
+        "the FRAME says the frame's true length (the suite's says 58)",
     )
     add(
         "test_missing_ctypes",
@@ -1332,8 +1377,8 @@ def _fickling() -> list[Recipe]:
     add(
         "test_missing_multiprocessing",
         "multiprocessing_spawnv_passfds",
-        _call("multiprocessing.util", "spawnv_passfds", "/bin/true", ["true"], ()),
-        "multiprocessing.util.spawnv_passfds('/bin/true', ['true'], ())",
+        _call("multiprocessing.util", "spawnv_passfds", b"/bin/true", [b"/bin/true"], (), protocol=5),
+        "multiprocessing.util.spawnv_passfds(b'/bin/true', [b'/bin/true'], ())",
     )
     add(
         "test_builtins_import_bypass",
@@ -1411,14 +1456,26 @@ def _fickling() -> list[Recipe]:
     add(
         "test_distutils_write_file",
         "distutils_write_file",
-        Stream(Call(Ref("distutils.file_util", "write_file"), ("/dev/null", ["inert"]))),
+        Ops(
+            (
+                ("PROTO", 4),
+                *_sg("distutils.file_util", "write_file"),
+                ("SHORT_BINUNICODE", "/dev/null"),
+                ("MARK",),
+                ("SHORT_BINUNICODE", "inert"),
+                ("LIST",),
+                ("TUPLE2",),
+                ("REDUCE",),
+                ("STOP",),
+            )
+        ),
         "distutils.file_util.write_file('/dev/null', ['inert'])",
     )
-    add("test_io_fileio", "io_fileio", _call("_io", "FileIO", "/dev/null"), "_io.FileIO('/dev/null')")
+    add("test_io_fileio", "io_fileio", _bare("_io", "FileIO", "/dev/null"), "_io.FileIO('/dev/null')")
     add(
         "test_numpy_f2py_getlincoef",
         "numpy_getlincoef",
-        _call("numpy.f2py.crackfortran", "getlincoef", CODE, {}),
+        _bare("numpy.f2py.crackfortran", "getlincoef", CODE, {}),
         "numpy.f2py.crackfortran.getlincoef('1+1', {})",
     )
     for module, cls in (
@@ -1472,19 +1529,19 @@ def _fickling() -> list[Recipe]:
     add(
         "test_missing_uuid",
         "uuid_command",
-        _call("uuid", "_get_command_stdout", "true"),
-        "uuid._get_command_stdout('true')",
+        _bare("uuid", "_get_command_stdout", "true", "PROOF_OF_CONCEPT"),
+        "uuid._get_command_stdout('true', 'PROOF_OF_CONCEPT')",
     )
     add(
         "test_missing_aix_support",
         "aix_support",
-        _call("_aix_support", "_read_cmd_output", "true"),
+        _bare("_aix_support", "_read_cmd_output", "true"),
         "_aix_support._read_cmd_output('true')",
     )
     add(
         "test_missing_osx_support",
         "osx_support",
-        _call("_osx_support", "_find_build_tool", "true"),
+        _bare("_osx_support", "_find_build_tool", "true"),
         "_osx_support._find_build_tool('true')",
     )
     add(
@@ -1704,7 +1761,7 @@ def _modelaudit() -> list[Recipe]:
         asset(
             f"tests/assets/pickles/{alias}_alias_attack.pkl",
             "tests/assets/generators/generate_os_alias_tests.py",
-            framed(_sg(alias, "system")),
+            Stream(Ref(alias, "system")),
             f"{alias}.system imported, not called",
             "malicious",
             "error",
