@@ -985,8 +985,8 @@ def _modelscan() -> list[Recipe]:
                         "as the .pkl twin, under dill's extension",
                         label,
                         expected,
-                        "dill is not installed: rebuilt with pickle's spelling, which dill.dump also writes "
-                        "for a __reduce__ to a builtin function and for builtin data",
+                        "dill is not installed: rebuilt with pickle's spelling; the suite's test expects these "
+                        "very globals (__builtin__.eval, builtins.eval) in dill's output",
                     )
                 )
     # The rest of fixture file_path: the same Malicious classes as picklescan's.
@@ -1642,6 +1642,35 @@ def _fickling() -> list[Recipe]:
         "a FRAME opening inside another FRAME",
         reason="pickle refuses a frame inside a frame; stcheck must not read past what the loader would",
     )
+    expansion = "trailofbits/fickling test/test_expansion_attack_analysis.py::TestExpansionAttackAnalysis"
+    for test, sample, ops, calls in (
+        (
+            "test_memo_expansion_detection",
+            "memo_expansion",
+            (("EMPTY_LIST",), ("MEMOIZE",), *((("BINGET", 0), ("APPEND",)) * 60)),
+            "nothing: a list that holds itself 60 times (memo GETs)",
+        ),
+        (
+            "test_dup_expansion_detection",
+            "dup_expansion",
+            (("EMPTY_LIST",), *((("DUP",),) * 150)),
+            "nothing: one empty list DUPed 150 times on the stack",
+        ),
+    ):
+        rows.append(
+            _r(
+                sample,
+                fk,
+                f"{expansion}::{test}",
+                f"{sample}.pkl",
+                Plain(Ops((("PROTO", 4), *ops, ("STOP",)))),
+                calls,
+                "malicious",
+                "clean",
+                "fickling calls it suspicious (a Billion-Laughs shape); loading builds one small list through "
+                "references and calls nothing, which is the question stcheck answers",
+            )
+        )
     for desc, value in (
         ("small_list", [1, 2, 3, 4]),
         ("large_unframed_bytes", b"x" * 100000),
