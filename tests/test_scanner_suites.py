@@ -13,6 +13,7 @@ before anything is called.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import pickle
@@ -39,7 +40,7 @@ from scanner_suites.build import (
     build,
     stream_bytes,
 )
-from scanner_suites.recipes import LEFT_OUT, RECIPES, SUITES
+from scanner_suites.recipes import LEFT_OUT, RECIPES, SUITES, object_array
 
 from validator._rules import Severity
 from validator.sources.kinds import classify
@@ -163,6 +164,20 @@ def test_builder_spells_values_as_pickle_dumps(protocol: int) -> None:
     assert stream_bytes(Stream(data, protocol)) == pickle.dumps(data, protocol)
     call = Call(Ref("builtins", "len"), ("abc",))
     assert stream_bytes(Stream([call, data], protocol)) == pickle.dumps([_Reduces(), data], protocol)
+
+
+def test_builder_spells_npy_as_np_save() -> None:
+    np = pytest.importorskip("numpy")
+    ints = np.arange(1, 7, dtype="<i8").reshape(2, 3)
+    objects = np.empty((2, 2), dtype=object)
+    objects[:] = [(1, 2), (3, 4)]
+    for array, npy in (
+        (ints, Npy("<i8", (2, 3), ints.tobytes())),
+        (objects, Npy("|O", (2, 2), Stream(object_array([1, 2, 3, 4], (2, 2), "numpy._core.multiarray"), 4))),
+    ):
+        saved = io.BytesIO()
+        np.save(saved, array)  # numpy 2 pickles object arrays at protocol 4 from numpy._core
+        assert build(npy) == saved.getvalue()
 
 
 def test_left_out_cases_say_why() -> None:

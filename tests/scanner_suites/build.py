@@ -5,14 +5,17 @@
 # - Stream(value, protocol): a value tree (literals, Ref to a global, Call of a
 #   callable with arguments, New, Build) spelled the way pickle.dumps spells
 #   the object whose __reduce__ gives that tree: GLOBAL below protocol 4,
-#   STACK_GLOBAL and one FRAME from 4, `__builtin__` for `builtins` below 3.
-#   No memo is written: the scanners' cases that depend on the memo say so
-#   with Ops.
+#   STACK_GLOBAL and one FRAME from 4, `__builtin__` for `builtins` below 3,
+#   and the memo (PUT, BINPUT, MEMOIZE, and GETs for a repeated name): the
+#   bytes equal pickle.dumps's (a test checks it).
 # - Ops(ops): an opcode list, for the hand-assembled cases (bad memo keys, a
 #   FRAME that lies, junk after STOP).
+# Benign builtin data (Dumps) is written by pickle.dumps itself: its framing
+# of large values is what some cases are about, and it calls nothing.
 #
 # Containers use the standard library only to wrap benign structure around a
-# stream (zipfile, gzip, bz2, lzma); the defects a scanner's case
+# stream (zipfile, gzip, bz2, lzma); the 7z archive and torch.save's layouts
+# are written here.  The defects a scanner's case
 # plants (flag bits, a renamed member, a broken CRC) are patched in afterwards
 # by offset, so what is broken is exactly what the recipe says.
 from __future__ import annotations
@@ -484,9 +487,7 @@ def _patch_zip(data: bytes, spec: Zip) -> bytes:
 
 def npy_bytes(npy: Npy) -> bytes:
     """A version 1.0 ``.npy``: magic, header dict padded to 64 bytes with a newline, body."""
-    shape = (
-        "(" + "".join(f"{n}, " for n in npy.shape).rstrip(" ") + ")" if len(npy.shape) != 1 else f"({npy.shape[0]},)"
-    )
+    shape = f"({npy.shape[0]},)" if len(npy.shape) == 1 else "(" + ", ".join(map(str, npy.shape)) + ")"
     header = f"{{'descr': {npy.descr!r}, 'fortran_order': False, 'shape': {shape}, }}"
     total = 10 + len(header) + 1
     header += " " * (-total % 64) + "\n"

@@ -64,7 +64,7 @@ def _call(module: str, name: str, *args: Value, protocol: int = 4) -> Stream:
     return Stream(Call(Ref(module, name), args), protocol)
 
 
-def _object_array(elements: list[Value], shape: tuple[int, ...], core: str = "numpy.core.multiarray") -> Value:
+def object_array(elements: list[Value], shape: tuple[int, ...], core: str = "numpy.core.multiarray") -> Value:
     """An object ndarray as numpy's __reduce__ spells it: _reconstruct, then BUILD with (version, shape, dtype, fortran, items)."""
     array = Call(Ref(core, "_reconstruct"), (Ref("numpy", "ndarray"), (0,), b"b"))
     dtype = Build(Call(Ref("numpy", "dtype"), ("O8", False, True)), (3, "|", None, None, None, -1, -1, 63))
@@ -864,7 +864,7 @@ def _picklescan() -> list[Recipe]:
             ps,
             f"{_PS_GEN} initialize_numpy_files -> tests/data2/object_array.npy; tests/test_scanner.py::test_scan_numpy",
             "object_array.npy",
-            Npy("|O", (2, 2), Stream(_object_array([1, 2, 3, 4], (2, 2)), 3)),
+            Npy("|O", (2, 2), Stream(object_array([1, 2, 3, 4], (2, 2)), 3)),
             "numpy.core.multiarray._reconstruct, numpy.ndarray, numpy.dtype; elements are ints",
             "safe",
             "clean",
@@ -889,8 +889,8 @@ def _picklescan() -> list[Recipe]:
                 f"object_arrays{tag}.npz",
                 Npz(
                     (
-                        ("a", Npy("|O", (3,), Stream(_object_array([0, 1, 2], (3,)), 3))),
-                        ("b", Npy("|O", (3,), Stream(_object_array([3, 4, 5], (3,)), 3))),
+                        ("a", Npy("|O", (3,), Stream(object_array([0, 1, 2], (3,)), 3))),
+                        ("b", Npy("|O", (3,), Stream(object_array([3, 4, 5], (3,)), 3))),
                     ),
                     compressed=bool(tag),
                 ),
@@ -927,11 +927,11 @@ def _picklescan() -> list[Recipe]:
                 "|O",
                 (1,),
                 Stream(
-                    _object_array([Call(Ref("ssl", "get_server_certificate"), ({},))], (1,), "numpy._core.multiarray"),
-                    3,
+                    object_array([Call(Ref("ssl", "get_server_certificate"), ({},))], (1,), "numpy._core.multiarray"),
+                    4,
                 ),
             ),
-            "ssl.get_server_certificate inside an object array's elements",
+            "ssl.get_server_certificate inside an object array's elements (numpy 2's np.save: protocol 4)",
             "malicious",
             "error",
         ),
