@@ -463,6 +463,20 @@ def _zip(members: tuple[tuple[str, bytes], ...], compression: int = zipfile.ZIP_
     return buf.getvalue()
 
 
+def _npz(spec: Npz) -> bytes:
+    # np.savez streams each member through ZipFile.open(..., force_zip64=True):
+    # a zip64 extra field in each local header, and a data descriptor.
+    buf = io.BytesIO()
+    method = zipfile.ZIP_DEFLATED if spec.compressed else zipfile.ZIP_STORED
+    with zipfile.ZipFile(buf, "w", method) as zf:
+        for name, npy in spec.members:
+            info = zipfile.ZipInfo(f"{name}.npy", _FIXED_TIME)
+            info.compress_type = method
+            with zf.open(info, "w", force_zip64=True) as member:
+                member.write(npy_bytes(npy))
+    return buf.getvalue()
+
+
 def _patch_zip(data: bytes, spec: Zip) -> bytes:
     out = bytearray(data)
     if spec.flag_bits:
@@ -602,8 +616,7 @@ def build(container: Container) -> bytes:
     if isinstance(container, Npy):
         return npy_bytes(container)
     if isinstance(container, Npz):
-        method = zipfile.ZIP_DEFLATED if container.compressed else zipfile.ZIP_STORED
-        return _zip(tuple((f"{name}.npy", npy_bytes(npy)) for name, npy in container.members), method)
+        return _npz(container)
     if isinstance(container, TorchZip):
         return _torch_zip(container)
     if isinstance(container, Compressed):
