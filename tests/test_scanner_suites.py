@@ -180,6 +180,24 @@ def test_builder_spells_npy_as_np_save() -> None:
         assert build(npy) == saved.getvalue()
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("legacy", [False, True])
+def test_builder_writes_torch_save_layout(legacy: bool) -> None:
+    torch = pytest.importorskip("torch")
+    state = {"weight": torch.arange(6, dtype=torch.float32).reshape(2, 3), "bias": torch.zeros(2)}
+    saved = io.BytesIO()
+    torch.save(state, saved, _use_new_zipfile_serialization=not legacy)
+    mine = build(TorchSave(legacy=legacy))
+    assert {k: v.tolist() for k, v in torch.load(io.BytesIO(mine), weights_only=True).items()} == {
+        k: v.tolist() for k, v in state.items()
+    }
+    if not legacy:
+        # the same bytes but for the random serialization id and its CRC
+        real = saved.getvalue()
+        assert len(real) == len(mine)
+        assert sum(a != b for a, b in zip(real, mine, strict=True)) <= 44
+
+
 def test_left_out_cases_say_why() -> None:
     for suite, where, why in LEFT_OUT:
         assert suite in SUITES

@@ -166,8 +166,9 @@ class Npz:
 
 @dataclass(frozen=True)
 class TorchZip:
-    """``torch.save``'s zip: ``{root}/data.pkl`` beside its byteorder, version,
-    format records and ``{root}/data/{key}`` storages, all stored."""
+    """``torch.save``'s zip, laid out by torch's own writer: ``{root}/data.pkl``
+    beside its byteorder, version, format records and ``{root}/data/{key}``
+    storages."""
 
     data_pkl: Body
     root: str = "archive"
@@ -509,9 +510,7 @@ def npy_bytes(npy: Npy) -> bytes:
 
 
 def _torch_zip(spec: TorchZip) -> bytes:
-    # torch.save's member order; its 64-byte alignment of storages is left
-    # out (torch.load does not need it).
-    members = [
+    members = (
         (f"{spec.root}/data.pkl", body_bytes(spec.data_pkl)),
         (f"{spec.root}/.format_version", b"1"),
         (f"{spec.root}/.storage_alignment", b"64"),
@@ -519,8 +518,48 @@ def _torch_zip(spec: TorchZip) -> bytes:
         *((f"{spec.root}/data/{key}", raw) for key, raw in spec.storages),
         (f"{spec.root}/version", b"3\n"),
         (f"{spec.root}/.data/serialization_id", b"0" * 40),
-    ]
-    return _zip(tuple(members))
+    )
+    return _torch_writer(members)
+
+
+# torch.save's own zip writer (PyTorchStreamWriter over miniz), as its files
+# show it: every member stored, flags 0x0808 (UTF-8 names, data descriptor),
+# zero CRC and sizes in the local header, an "FB" extra field of 'Z' bytes
+# that puts each member's data at a multiple of 64, a data descriptor after
+# the data, then the central directory, a zip64 end record and its locator,
+# and the classic end record.
+_LOCAL = struct.Struct("<4sHHHHHIIIHH")
+_DESCRIPTOR = struct.Struct("<4sIII")
+_CENTRAL = struct.Struct("<4sHHHHHHIIIHHHHHII")
+_END64 = struct.Struct("<4sQHHIIQQQQ")
+_LOCATOR64 = struct.Struct("<4sIQI")
+_END = struct.Struct("<4sHHHHIIH")
+
+
+def _torch_writer(members: tuple[tuple[str, bytes], ...]) -> bytes:
+    out = bytearray()
+    central = bytearray()
+    for name, data in members:
+        raw_name = name.encode()
+        at = len(out)
+        pad = -(at + _LOCAL.size + len(raw_name) + 4) % 64
+        extra = b"FB" + struct.pack("<H", pad) + b"Z" * pad
+        out += _LOCAL.pack(b"PK\x03\x04", 0, 0x808, 0, 0, 0, 0, 0, 0, len(raw_name), len(extra)) + raw_name + extra
+        out += data
+        crc = zlib.crc32(data)
+        out += _DESCRIPTOR.pack(b"PK\x07\x08", crc, len(data), len(data))
+        central += _CENTRAL.pack(
+            b"PK\x01\x02", 0, 0, 0x808, 0, 0, 0, crc, len(data), len(data), len(raw_name), 0, 0, 0, 0, 0, at
+        )
+        central += raw_name
+    directory_at = len(out)
+    out += central
+    end64_at = len(out)
+    count = len(members)
+    out += _END64.pack(b"PK\x06\x06", 44, 0x31E, 45, 0, 0, count, count, len(central), directory_at)
+    out += _LOCATOR64.pack(b"PK\x06\x07", 0, end64_at, 1)
+    out += _END.pack(b"PK\x05\x06", 0, 0, count, count, len(central), directory_at, 0)
+    return bytes(out)
 
 
 def _compressed(spec: Compressed) -> bytes:
