@@ -14,15 +14,17 @@
 # underflow, or past a bound below.  Imports found before the refusal are
 # kept: pickle runs them before it meets the bad byte.
 #
-# Frames (protocol 4+): pickle.loads ignores their boundaries, pickle.load
-# on a file does not (CPython's C unpickler drops what is left of a frame
-# when an argument runs past it, and reads on from the file; the Python
-# _Unframer raises), so a stream whose opcode boundaries and frame
-# boundaries disagree is refused (RefusedError), as is a STOP or a raw joblib
-# array inside a frame that has bytes left: every loader then reads the same
-# bytes as this reader.  Mutating opcodes (SETITEM(S), APPEND(S), ADDITEMS,
-# BUILD) are accepted only on the values pickle fills without calling code
-# the stream chose (see _handlers and _args).
+# Frames (protocol 4+): pickle.loads, and pickle.load of a buffered file
+# (it peeks ahead), ignore their boundaries; pickle.load of a stream that
+# cannot peek (a BytesIO, as torch.load reads a zip member) drops what is
+# left of a frame when an argument runs past it and reads on after it
+# (CPython _pickle.c, _Unpickler_ReadImpl); the Python _Unframer, which
+# joblib's unpickler uses, raises.  So a stream whose opcode boundaries and
+# frame boundaries disagree is refused (RefusedError), as is a STOP or a
+# raw joblib array inside a frame that has bytes left: every loader then
+# reads the same bytes as this reader.  Mutating opcodes (SETITEM(S),
+# APPEND(S), ADDITEMS, BUILD) are accepted only on the values pickle fills
+# without calling code the stream chose (see _args).
 #
 # Deviations from pickle, each toward refusing: lines (protocol 0
 # arguments) longer than MAX_LINE, strings longer than MAX_TEXT (kept
