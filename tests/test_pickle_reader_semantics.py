@@ -422,6 +422,19 @@ def test_data_tier_samples_load_with_the_named_loader(tmp_path):
         assert ok, (name, err)
 
 
+@pytest.mark.parametrize("command", ["check", "scan"])
+def test_a_data_only_pickle_in_a_folder_is_st710(tmp_path, capsys, command):
+    import json
+
+    from validator.cli.main import main
+
+    write(tmp_path, "objects.pkl", pickle.dumps(np.array([1, "abc", {"a": 1}], dtype=object), protocol=2))
+    argv = [command, "--no-config", "--format", "json", str(tmp_path)]
+    assert main(argv if command == "check" else [*argv[:1], "-j", "1", *argv[1:]]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["summary"]["findings_by_rule"] == {"ST710 pickle-data-only": 1}
+
+
 def _pandas_frame() -> bytes:
     # pandas is not installed here: a DataFrame with one int64 column "a" and
     # a RangeIndex, as pandas 2.x pickles it (NDFrame state through

@@ -391,6 +391,9 @@ _TABLE: Final[tuple[tuple[str, str, str, Severity, frozenset[Profile], str | Non
     ("ST707", "onnx-external-data-outside", "an ONNX model whose external data location leaves its folder", _E, BOTH, None, "folder",
         "Keep every external data file in the model's folder, named by a relative path without '..'.",
         Example(text='model/model.onnx with an initializer whose external_data location is "../../home/user/.ssh/id_rsa"')),
+    ("ST710", "pickle-data-only", "a pickle that rebuilds library data types (NumPy, pandas, SciPy, joblib) and calls nothing of the file's choosing", _W, BOTH, None, "folder",
+        'Load it only with the loader the message names, in an environment with that library; prefer a safetensors or other non-pickle copy.  A policy can make it an error where pickles are banned (severity = "error").',
+        Example(text="model/scaler.joblib, a joblib.dump of a pandas.DataFrame and NumPy object arrays of strings")),
     #
     # Signed models: OpenSSF Model Signing (model.sig) over a folder (ST8xx),
     # reported by `scan` with --public-key, --certificate-chain or --identity.
