@@ -36,7 +36,7 @@ def plain_dict(value: object) -> bool:
         and value.func.key in _allow.DICT_TYPES
         and value.plain
         and not value.built
-        and value.args in {(), None}
+        and (value.args == () or value.args is None)
     )
 
 
