@@ -4,15 +4,37 @@
 # (imports, calls, mutations, frames) are the stream's methods.
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 
-from validator.pickles._values import OPAQUE, Dict, ReadError, Seq
+from validator.pickles._values import OPAQUE, Dict, ReadError, Ref, Seq
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from validator.pickles._ops import _Stream
 
+class _Stream(Protocol):
+    """What a handler uses of _ops._Stream (named here so the two modules do not import each other)."""
+
+    at: int
+    proto: int
+    stack: list[object]
+    marks: list[int]
+    memo: dict[int, object]
+
+    def push(self, value: object) -> None: ...
+    def pop(self) -> object: ...
+    def top(self) -> object: ...
+    def mark(self) -> None: ...
+    def pop_mark(self) -> list[object]: ...
+    def memo_set(self, key: object, value: object) -> None: ...
+    def ref(self, module: str, name: str, reason: str | None = None) -> Ref: ...
+    def call(self, func: object, args: object) -> None: ...
+    def build(self, state: object) -> None: ...
+    def fill(self, items: list[object], *, op: str) -> None: ...
+    def frame(self, n: object) -> None: ...
+
+
+if TYPE_CHECKING:
     Handler = Callable[[_Stream, object], None]
 
 HIGHEST_PROTOCOL: Final = 5
