@@ -374,6 +374,23 @@ def test_allowlist_is_exact():
     assert all(source for source, _ in _allow.ALLOWED.values())
 
 
+def test_data_tier_is_sourced_and_apart_from_the_weights_tier():
+    assert not _allow.DATA_TIER.keys() & _allow.ALLOWED.keys()
+    assert all(rebuilds and source for rebuilds, source in _allow.DATA_TIER.values())
+    # constructors that call what the stream gives them are in neither table
+    for key in [("functools", "partial"), ("copyreg", "_reconstructor"), ("numpy.core", "_ufunc_reconstruct")]:
+        assert key not in _allow.DATA_TIER
+        assert key not in _allow.ALLOWED
+
+
+def test_torch_opcodes_are_what_its_unpickler_reads():
+    unpickler = pytest.importorskip("torch._weights_only_unpickler")
+    source = Path(unpickler.__file__).read_text(encoding="utf-8")
+    read = {name for name, _ in _ops._OPCODES.values() if f"key[0] == {name}[0]" in source}
+    read |= {name for name in ("BINGET", "LONG_BINGET", "BINPUT", "LONG_BINPUT") if f"{name}[0]" in source}
+    assert read == _allow.TORCH_OPCODES
+
+
 def test_every_opcode_has_a_handler():
     names = {name for name, _ in _ops._OPCODES.values()}
     assert names - set(_ops._HANDLERS) == {"STOP"}

@@ -9,12 +9,18 @@
 # so a file that uses them is "no code runs" yet not "loads with
 # weights_only=True".
 #
-# Arguments matter for two rows, and the reader checks them (see _ops):
-# - numpy.dtype of the object kind ("O") makes an object array, whose
-#   elements are arbitrary pickled objects: refused.
-# - torch.storage._load_from_bytes(b) runs torch.load(b, weights_only=False):
-#   allowed only when b is literal bytes that themselves read as an allowed
-#   legacy torch.save stream (pickle.dumps of a tensor writes this).
+# Arguments matter for some rows, and the reader checks them (_args, _ops):
+# the globals that call, import or read something they are given
+# (_rebuild_from_type_v2's function, _load_from_bytes's bytes, _reconstruct's
+# array type, the codec of _codecs.encode, backward hooks and setattr
+# states, numpy.dtype's code) accept only literals of the stream or globals
+# named in the tables below, reached directly.  numpy.dtype of the object
+# kind ("O") moves a file to the data tier: its elements are pickled in the
+# same stream, where the reader checks them like any other value.
+#
+# A second table, the data tier (_DATA_ROWS), holds library constructors
+# that rebuild data and call nothing of the file's choosing: a file that
+# needs them is ST710, not ST705.  The weights-only tier is the rows above.
 from __future__ import annotations
 
 from types import MappingProxyType
