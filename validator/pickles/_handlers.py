@@ -99,10 +99,16 @@ def _tuple(s: _Stream, _: object) -> None:
     s.push(tuple(s.pop_mark()))
 
 
-def _seq_from_mark(kind: str) -> Handler:
+# One value per kind: a Seq keeps no items, so lists need no identity of their own.
+_LIST: Final = Seq("list")
+_SET: Final = Seq("set")
+_FROZENSET: Final = Seq("frozenset")
+
+
+def _seq_from_mark(seq: Seq) -> Handler:
     def build(s: _Stream, _: object) -> None:
         s.pop_mark()
-        s.push(Seq(kind))
+        s.push(seq)
 
     return build
 
@@ -231,15 +237,15 @@ HANDLERS: Final[dict[str, Handler]] = {
     "NEWTRUE": _op_push(True),  # noqa: FBT003 - the value pushed
     "NEWFALSE": _op_push(False),  # noqa: FBT003
     "EMPTY_DICT": _op_new(Dict),
-    "EMPTY_LIST": _op_new(lambda: Seq("list")),
-    "EMPTY_SET": _op_new(lambda: Seq("set")),
+    "EMPTY_LIST": _op_push(_LIST),
+    "EMPTY_SET": _op_push(_SET),
     "EMPTY_TUPLE": _op_push(()),
     "READONLY_BUFFER": _top_only,
     "APPEND": _append,
     "APPENDS": _appends,
     "ADDITEMS": _additems,
-    "LIST": _seq_from_mark("list"),
-    "FROZENSET": _seq_from_mark("frozenset"),
+    "LIST": _seq_from_mark(_LIST),
+    "FROZENSET": _seq_from_mark(_FROZENSET),
     "DICT": _dict,
     "SETITEM": _setitem,
     "SETITEMS": _setitems,

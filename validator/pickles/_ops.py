@@ -91,6 +91,10 @@ LEGACY_PROTOCOL: Final = 1001
 _OPCODES: Final = {
     op.code.encode("latin-1")[0]: (op.name, op.arg.name if op.arg else None) for op in pickletools.opcodes
 }
+# opcode byte -> (argument kind, handler; None for STOP), or None for a byte that is no opcode
+_DISPATCH: Final = [
+    None if code not in _OPCODES else (_OPCODES[code][1], _HANDLERS.get(_OPCODES[code][0])) for code in range(256)
+]
 _FIXED: Final = {
     "uint1": struct.Struct("<B"),
     "uint2": struct.Struct("<H"),
@@ -186,23 +190,24 @@ class _Stream:
             if pos >= end:
                 raise ReadError("truncated: the stream ends before its STOP", pos)
             code = buf[pos]
-            entry = _OPCODES.get(code)
+            entry = _DISPATCH[code]
             if entry is None:
                 raise ReadError(f"unknown opcode 0x{code:02x}", pos)
             reader.ops_left -= 1
             if reader.ops_left < 0:
                 raise ReadError(f"more than {MAX_OPS:,} opcodes", pos)
             seen[code] = 1
-            name, argkind = entry
+            argkind, handler = entry
             self.at = pos
             self.pos = pos + 1
             arg = None if argkind is None else self._arg(argkind)
-            if self.frame_end >= 0:
+            frame_end = self.frame_end
+            if frame_end >= 0 and (pos == frame_end or self.pos > frame_end):
                 self._in_frame(pos)
-            if name == "STOP":
+            if handler is None:  # STOP
                 self._frame_done("STOP")
                 return self.pop(), self.pos
-            _HANDLERS[name](self, arg)
+            handler(self, arg)
 
     # -- frames ------------------------------------------------------------------
     def _in_frame(self, pos: int) -> None:
@@ -488,9 +493,14 @@ def _pair_of_dicts(state: object) -> bool:
 def _set_items(target: Dict, items: list[object]) -> None:
     kept = target.items
     for k, v in zip(items[::2], items[1::2], strict=True):
-        if not _plain_key(k):
-            target.plain = False
-        if isinstance(k, (str, int)) and (k in kept or len(kept) < MAX_DICT_KEYS):
+        kind = type(k)
+        if kind is str:
+            if k[:2] == "__":  # type: ignore[index]  # a str, by the test above
+                target.plain = False
+        elif kind is not int:
+            target.plain = target.complete = False
+            continue
+        if k in kept or len(kept) < MAX_DICT_KEYS:
             kept[k] = v
         else:
             target.complete = False
