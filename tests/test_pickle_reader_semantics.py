@@ -379,7 +379,22 @@ def _sparse(kind: str) -> bytes:
     return pickle.dumps(getattr(sparse, kind)(np.eye(3)), protocol=2)
 
 
+def _joblib_arrays() -> bytes:
+    # a structured dtype with an object field (joblib pickles its elements: dtype.hasobject),
+    # a unicode array (4 bytes a character) and a datetime array, read from the file after each wrapper
+    joblib = pytest.importorskip("joblib")
+    out = io.BytesIO()
+    arrays = {
+        "r": np.zeros(2, dtype=[("x", "f4"), ("o", "O")]),
+        "u": np.array(["ab", "c"]),
+        "m": np.array(["2020-01-01"], dtype="M8[D]"),
+    }
+    joblib.dump(arrays, out)
+    return out.getvalue()
+
+
 DATA_SAMPLES = {
+    "joblib-arrays": (lambda _: _joblib_arrays(), "a.joblib", "joblib.load", ("numpy object array",)),
     "object-array-npy": (lambda _: _npy_objects(), "a.npy", "numpy.load(allow_pickle=True)", ("numpy object array",)),
     "object-array-pickle": (
         lambda _: pickle.dumps(np.array([1, "abc", {"a": 1}], dtype=object), protocol=2),
