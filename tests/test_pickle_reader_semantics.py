@@ -567,3 +567,13 @@ def test_torch_promise_agrees_with_torch(tmp_path):
     )
     accepts = [line == "accepts" for line in done.stdout.split()]
     assert accepts == [read_pickle_file(path).torch_weights_only for path in paths] == [True, True, False, False]
+
+
+def test_torch_refusal_names_a_global_off_its_list(tmp_path):
+    path = tmp_path / "np.pt"
+    torch.save({"a": np.arange(3)}, path)
+    verdict = read_pickle_file(path)
+    assert verdict.weights_only
+    assert not verdict.torch_weights_only
+    assert verdict.torch_refusal == "numpy._core.multiarray._reconstruct is not on its allowlist"
+    assert verdict.message().endswith(": loads with torch.load(weights_only=False)")
