@@ -6,6 +6,7 @@
 #
 #   core       validator/_*.py: the byte checks of the format; imports only itself
 #   pickles    the static reading of pickles against an allowlist (never executed)
+#   formats    the loaders' dispatch and the containers around pickles (zip, npy, tar, compressed)
 #   io         loader, writer, index, devices, dtype maps, the names of files
 #   sources    what an argument names: the scheme registry, the one resolve(),
 #              the folder walk and the file kinds
@@ -40,10 +41,12 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "validator"
 
-ORDER = ("core", "pickles", "io", "sources", "config", "read", "report", "signing", "remote", "pipeline")
+ORDER = ("core", "pickles", "formats", "io", "sources", "config", "read", "report", "signing", "remote", "pipeline")
 # layer -> the layers its modules may import
 ALLOWED: dict[str, frozenset[str]] = {
     **{name: frozenset(ORDER[: i + 1]) for i, name in enumerate(ORDER)},
+    # The reader's public boundary calls the containers' dispatch, which calls the reader.
+    "pickles": frozenset({"core", "pickles", "formats"}),
     "pipeline": frozenset({*ORDER, "package"}),
     "testing": frozenset({"core", "testing"}),
     "harness": frozenset({"core", "harness"}),
@@ -270,6 +273,18 @@ SHARED_LIGHT = (
     "validator.pickles._values",
     "validator.pickles._sniff",
     "validator.pickles._verdict",
+    # the loaders' dispatch and containers: standard library only (numpy, when installed, for an .npy dtype)
+    "validator.formats",
+    "validator.formats._buffer",
+    "validator.formats._compressed",
+    "validator.formats._dispatch",
+    "validator.formats._errors",
+    "validator.formats._inflate",
+    "validator.formats._judge",
+    "validator.formats._npy",
+    "validator.formats._sniff",
+    "validator.formats._tar",
+    "validator.formats._zip",
     "validator.io",
     "validator.io.names",
     "validator.config.install",

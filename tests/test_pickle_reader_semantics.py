@@ -525,11 +525,11 @@ def _torch_save(path: Path, protocol: int, *, legacy: bool = False) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("protocol", "legacy"), [(2, False), (2, True), (4, False), (5, False)])
+@pytest.mark.parametrize(("protocol", "legacy"), [(2, False), (2, True), (3, True), (4, False), (5, False), (4, True)])
 def test_torch_promise_only_where_torch_accepts(tmp_path, protocol, legacy):
     verdict = read_pickle_file(_torch_save(tmp_path / "m.pt", protocol, legacy=legacy))
     assert verdict.weights_only
-    if protocol == 2:
+    if protocol < 4:
         assert verdict.torch_weights_only
         assert verdict.loaders == ("torch.load(weights_only=True)",)
         return
@@ -555,7 +555,7 @@ for path in sys.argv[1:]:
 
 @pytest.mark.slow
 def test_torch_promise_agrees_with_torch(tmp_path):
-    cases = [(2, False), (2, True), (4, False), (5, False)]
+    cases = [(2, False), (2, True), (3, True), (4, False), (5, False), (4, True)]
     paths = [_torch_save(tmp_path / f"m{p}{legacy}.pt", p, legacy=legacy) for p, legacy in cases]
     done = subprocess.run(
         [sys.executable, "-I", "-c", _TORCH_BOTH, *map(str, paths)],
@@ -566,7 +566,8 @@ def test_torch_promise_agrees_with_torch(tmp_path):
         check=True,
     )
     accepts = [line == "accepts" for line in done.stdout.split()]
-    assert accepts == [read_pickle_file(path).torch_weights_only for path in paths] == [True, True, False, False]
+    expected = [True, True, True, False, False, False]
+    assert accepts == [read_pickle_file(path).torch_weights_only for path in paths] == expected
 
 
 def test_torch_refusal_names_a_global_off_its_list(tmp_path):

@@ -285,9 +285,9 @@ def test_nesting_is_bounded():
 
 
 def test_decompression_is_bounded(monkeypatch):
-    from validator.pickles import _archive
+    from validator.formats import _compressed
 
-    monkeypatch.setattr(_archive, "MAX_INFLATE", 1000)
+    monkeypatch.setattr(_compressed, "MAX_INFLATE", 1000)
     import zlib
 
     verdict = read_pickle_bytes(zlib.compress(b"\x80\x02" + b"N0" * 5000 + b"N."))
@@ -308,7 +308,10 @@ def test_decompression_is_bounded(monkeypatch):
         (b"\x80\x04\x95\xff\x00\x00\x00\x00\x00\x00\x00N.", "FRAME runs past the end of the stream at byte 2"),
         (b"\x80\x02}(Nu.", "odd number of items for a dict at byte 5"),
         (b"PK\x05\x06" + bytes(18), "a zip archive with no .pkl or .npy member: not a torch.save archive or .npz"),
-        (b"\x93NUMPY\x01\x00\x04\x00{}\n\n", "bad .npy: the header is not a dict with a 'descr'"),
+        (
+            b"\x93NUMPY\x01\x00\x04\x00{}\n\n",
+            "bad .npy: the header is not a dict with exactly descr, fortran_order and shape",
+        ),
     ],
 )
 def test_unreadable(data, problem):

@@ -164,6 +164,15 @@ def test_pickle_detection_needs_structure(head: bytes) -> None:
     assert pickle_protocol(head) is None
 
 
+@pytest.mark.parametrize("protocol", [2, 3, 4, 5])
+def test_a_legacy_torch_save_is_named_at_every_protocol(protocol: int) -> None:
+    # torch.save(..., pickle_protocol=3, _use_new_zipfile_serialization=False) starts "\x80\x03" (issue 35).
+    magic = (0x1950A86A20F9469CFC6C).to_bytes(10, "little")
+    found = identify(bytes([0x80, protocol, 0x8A, 0x0A]) + magic + b"." + bytes(64), 4096)
+    assert found is not None
+    assert found.what.startswith("a legacy PyTorch checkpoint")
+
+
 def test_sniff_reads_a_bounded_head(tmp_path: Path) -> None:
     # A large text file is identified from its first SNIFF_LEN bytes only.
     path = tmp_path / "big.safetensors"

@@ -189,13 +189,15 @@ def test_policy_keys_for_weights_only_pickles(download, tmp_path, capsys):
     assert "ST705" not in out.splitlines()[-1].split(";")[1]  # no warning counted
 
 
-def test_a_pickle_given_by_name_keeps_its_file_diagnosis(download, capsys):
+def test_a_pickle_given_by_name_is_judged_as_in_its_folder(download, capsys):
+    # Issue 35: the file alone gave the generic ST111/ST112; in its folder, ST701 naming the call.
     rc, out, _ = _run(capsys, "check", str(download / "training_args.bin"))
     assert rc == 1
-    assert "ST111 file-is-pickle" in out
-    assert "ST701" not in out
+    assert "ST701 pickle-file" in out
+    assert "ST111" not in out
     rc, out, _ = _run(capsys, "check", str(download / "pytorch_model.bin"))
-    assert "ST112 file-is-pytorch-zip" in out
+    assert "ST705 pickle-weights-only" in out
+    assert "ST112" not in out
 
 
 def test_a_folder_of_pickles_alone_is_judged_not_called_empty(tmp_path, capsys):

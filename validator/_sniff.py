@@ -44,7 +44,9 @@ class Identified:
 # Protocols 0 and 1 have no magic; they are recognised by decoding the first
 # opcodes with pickletools (which decodes, never executes) and requiring a
 # typical opening (MARK, GLOBAL, an empty container) and a memo store.
-_TORCH_LEGACY: Final = b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19"
+# torch.save's legacy stream at any protocol: PROTO n, then LONG1 of 10 bytes
+# holding its magic number (pickle_protocol=3 writes "\x80\x03...").
+_TORCH_LEGACY: Final = re.compile(rb"\x80[\x02-\x05]\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19")
 _OPENERS: Final = frozenset({"MARK", "GLOBAL", "EMPTY_DICT", "EMPTY_LIST", "EMPTY_TUPLE", "PROTO"})
 _MEMO: Final = frozenset({"PUT", "BINPUT", "LONG_BINPUT", "MEMOIZE", "STOP"})
 
@@ -75,7 +77,7 @@ def _decodes_as_pickle(head: bytes) -> bool:
 
 
 def _pickle(head: bytes, _size: int) -> tuple[str, str] | None:
-    if head.startswith(_TORCH_LEGACY):
+    if _TORCH_LEGACY.match(head):
         return "a legacy PyTorch checkpoint (a pickle written by torch.save)", (
             "loading it can run arbitrary code; do not pass it to torch.load unless you trust its source"
         )

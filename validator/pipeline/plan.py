@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from validator._check import MAX_PER_RULE, Checker
 from validator._errors import SourceError
+from validator._prefix import prefix_rule
 from validator._rules import MAX_HEADER_SIZE, PREFIX_LEN, Profile
 from validator._sniff import SNIFF_LEN
 from validator._validate import check_buffer, validate
@@ -92,6 +93,30 @@ def read_stdin(profile: str) -> Report:
     100,000,000 bytes, the format's limit, or the first 4 KiB sniffed for a
     foreign format), the data only counted.  Raises SourceError when stdin
     is a terminal or closed."""
+    report, _ = _read_stdin(profile)
+    return report
+
+
+# Standard input that is no safetensors file is kept up to this size, to be
+# judged as a file of a folder is (a pickle, read by validator.formats).
+STDIN_KEPT = 256 << 20
+
+
+def stdin_result(profile: str, policy: Policy | None) -> FileResult:
+    """Standard input's result: a safetensors file's from its header, or, for
+    bytes a loader would unpickle, a folder's file's (the same bytes give the
+    same findings however they arrive)."""
+    report, kept = _read_stdin(profile)
+    if kept is not None:
+        from validator.sources.kinds import classify_bytes  # noqa: PLC0415 - only for foreign bytes
+
+        other = classify_bytes(kept, STDIN_NAME)
+        if other is not None:
+            return other_result(other, profile, policy)
+    return header_result(report, profile, policy)
+
+
+def _read_stdin(profile: str) -> tuple[Report, bytes | None]:
     stream = sys.stdin
     if stream is None or stream.closed:
         msg = f"{STDIN}: standard input is closed"
@@ -99,14 +124,20 @@ def read_stdin(profile: str) -> Report:
     if stream.isatty():
         msg = f"{STDIN}: standard input is a terminal; pipe a file in (stcheck check - < model.safetensors)"
         raise SourceError(msg)
-    raw = getattr(stream, "buffer", stream)
+    raw: Any = getattr(stream, "buffer", stream)  # a binary stream, buffered or not
     try:
         prefix = _read_up_to(raw, PREFIX_LEN)
         declared = int.from_bytes(prefix, "little") if len(prefix) == PREFIX_LEN else 0
         head = _read_up_to(raw, min(max(declared, SNIFF_LEN), MAX_HEADER_SIZE))
+        foreign = len(prefix) == PREFIX_LEN and prefix_rule(prefix, PREFIX_LEN + MAX_HEADER_SIZE + 1) is not None
+        kept: list[bytes] | None = [prefix, head] if foreign else None
         rest = 0
         while chunk := raw.read(_DRAIN):
             rest += len(chunk)
+            if kept is not None and rest + len(head) <= STDIN_KEPT:
+                kept.append(chunk)
+            else:
+                kept = None
     except OSError as exc:
         msg = f"{STDIN}: {exc.strerror or exc}"
         raise SourceError(msg) from exc
@@ -115,7 +146,8 @@ def read_stdin(profile: str) -> Report:
         return head[:n]
 
     size = len(prefix) + len(head) + rest
-    return check_buffer(prefix, read_header, size, Profile(profile), STDIN_NAME)
+    report = check_buffer(prefix, read_header, size, Profile(profile), STDIN_NAME)
+    return report, None if kept is None else b"".join(kept)
 
 
 def _read_up_to(stream: Any, n: int) -> bytes:  # noqa: ANN401 - a binary stream, buffered or not
@@ -134,7 +166,14 @@ def check_target(target: Target, profile: str, network: Network | None = None) -
     if target.kind == "file":
         return Checked([validate(target.path, profile=profile)])
     if target.kind == "stdin":
-        return Checked([read_stdin(profile)])
+        report, kept = _read_stdin(profile)
+        if kept is not None:
+            from validator.sources.kinds import classify_bytes  # noqa: PLC0415 - only for foreign bytes
+
+            other = classify_bytes(kept, STDIN_NAME)
+            if other is not None:
+                return Checked(others=[other])
+        return Checked([report])
     if target.kind == "other" and target.other is not None:
         return Checked(others=[target.other])
     if target.kind == "link" and target.finding is not None:
@@ -289,7 +328,7 @@ def _plan_target(  # noqa: PLR0917 - one private call site
         plan.add_ready(index_result(index, profile, policy))
         plan.paths.extend(r.path for r in index.shards.values() if r.path is not None)
     elif target.kind == "stdin":
-        plan.add_ready(header_result(read_stdin(profile), profile, policy))
+        plan.add_ready(stdin_result(profile, policy))
     else:
         _plan_remote(plan, target, profile, policy, network)
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import mmap
 import os
-import zipfile
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
@@ -40,6 +39,7 @@ _H5_SCAN: Final = 64 << 20  # bytes of a .h5 file searched for its model_config
 _CONFIG_MAX: Final = 64 << 20  # the largest .keras config.json read
 _MAX_DEPTH: Final = 16  # graphs nested in node attributes
 _MAX_FIELDS: Final = 10_000_000  # protobuf fields visited in one file
+_ZIP_HEADS: Final = (b"PK\x03\x04", b"PK\x05\x06")
 _LAMBDA_MARKERS: Final = (b'"class_name": "Lambda"', b'"class_name":"Lambda"')
 
 
@@ -58,20 +58,34 @@ def _lambda_names(config: object) -> Iterator[str]:
             stack.extend(reversed(node))
 
 
+def _keras_config(fd: int) -> bytes | None:
+    """A .keras zip's config.json (the last member of that name, as zipfile
+    finds it), through the one ZIP reader; None when absent, too large or
+    unreadable (the file's kind check names an archive it cannot open)."""
+    from validator.formats import ArchiveError  # noqa: PLC0415 - only for a zip
+    from validator.formats._zip import member_bytes, open_zip  # noqa: PLC0415 - as above
+
+    with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as buf:
+        try:
+            named = [m for m in open_zip(buf).members if m.name == "config.json"]
+            if not named or named[-1].size > _CONFIG_MAX:
+                return None
+            return member_bytes(buf, named[-1])
+        except ArchiveError:
+            return None
+
+
 def keras_lambda_layers(path: str) -> list[str] | None:
     """The Lambda layers of a Keras `.keras` or `.h5` file, by name (an empty
     list: none), or None when the file is not a Keras model this can read."""
     try:
-        if zipfile.is_zipfile(path):
-            with zipfile.ZipFile(path) as archive:
-                info = archive.getinfo("config.json")
-                if info.file_size > _CONFIG_MAX:
-                    return None
-                config = json.loads(archive.read(info))
-            return list(_lambda_names(config))
         with open(path, "rb") as fh:
-            head = fh.read(_H5_SCAN)
-    except (OSError, KeyError, ValueError, zipfile.BadZipFile, RecursionError, NotImplementedError):
+            head = fh.read(4)
+            if head.startswith(_ZIP_HEADS):
+                config = _keras_config(fh.fileno())
+                return None if config is None else list(_lambda_names(json.loads(config)))
+            head += fh.read(_H5_SCAN - len(head))
+    except (OSError, ValueError, RecursionError):
         return None
     if not head.startswith(b"\x89HDF\r\n\x1a\n"):
         return None

@@ -6,20 +6,24 @@
 # classify() gives each such file a kind (a label from the table below, which
 # is data) and, for the two kinds a loader can execute, a finding:
 #
-# - a pickle: the content sniffs as a pickle or a PyTorch ZIP checkpoint
-#   (validator._sniff's recognisers, on the first SNIFF_LEN bytes), or a
-#   NumPy file holds object arrays (which np.load unpickles with
-#   allow_pickle=True), or the name is one that is only ever a pickle
-#   (`.pt`, `.pth`, `.ckpt`, `.pkl`, `.pickle`, `.joblib`) and the content is
-#   no other recognised format.  `.bin` is a pickle only by its content:
-#   OpenVINO, Core ML and old GGML weights are `.bin` files too.  Each such
-#   file is then read statically (validator.pickles: its pickle streams,
-#   never its tensor data, never executed):
+# - a pickle: some loader would unpickle its bytes (torch.load,
+#   numpy.load(allow_pickle=True), joblib.load or pickle.load, each with its
+#   own dispatch: validator.formats.judge), or its name says pickle (`.pt`,
+#   `.pth`, `.ckpt`, `.pkl`, `.pickle`, `.joblib`, `.npy`, `.npz`, and
+#   these compressed).  `.bin` and `.dat` are pickles only by their content:
+#   OpenVINO, Core ML and old GGML weights are `.bin` files too, and a file
+#   whose byte-0 read fails before any import runs no code in any loader.
+#   Each such file is then read statically (validator.pickles: its pickle
+#   streams, never its tensor data, never executed):
 #   - pickle-weights-only (warning): every global it imports is on the
 #     allowlist (what torch.load(weights_only=True) allows, NumPy's array
 #     reconstruction, the builtin containers): a classic state dict;
 #   - pickle-file (error), naming what loading it would call: anything
 #     else, including a pickle that cannot be read to its STOP.
+# - archive-unreadable (warning): an archive, or members of one, that
+#   stcheck cannot open (encryption, flag bits, methods, 7-Zip, RAR, a zip
+#   no model loader reads); archive-member-escapes (error): a member name
+#   that climbs out of the folder it is unpacked into.
 # - custom-code (warning): a `.py` file, named for what would run it.
 #   transformers' `trust_remote_code=True` runs only the modules a config's
 #   `auto_map` names (`"auto_map": {"AutoModel": "modeling_tiny.TinyModel"}`
@@ -35,25 +39,24 @@
 # A pickle beside a safetensors copy of the same weights (pytorch_model.bin
 # beside model.safetensors, or beside an index of model-*.safetensors) says
 # so, so that the user deletes the pickle or loads with use_safetensors=True.
-# Nothing here reads more than a bounded prefix of a file (and, for a .npz,
-# its central directory and the first bytes of each member, all bounded),
-# except the pickle reader's bounded read of a pickle's own streams.
+# A file is mapped, not read: the dispatch touches its headers, a zip's
+# directory and the first bytes of each member, and the pickle streams
+# (each bounded); never tensor data.
 # Paths are str, handled with os.path as in the rest of the package.
-# ruff: noqa: PTH118, PTH119, PTH120, PTH122
+# ruff: noqa: PTH118, PTH119, PTH120, PTH122, PTH208
 from __future__ import annotations
 
-import ast
 import json
+import mmap
 import os
 import re
-import struct
-import zlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from validator._check import Checker
 from validator._errors import SourceError
-from validator._rules import Severity
+from validator._prefix import prefix_rule
+from validator._rules import PREFIX_LEN, Severity
 from validator._sniff import SNIFF_LEN, identify
 from validator._source import RegularFile, os_error, read_exact
 
@@ -61,6 +64,7 @@ if TYPE_CHECKING:
     from collections.abc import Collection, Iterable
 
     from validator._findings import Finding
+    from validator.formats import Judged
     from validator.pickles import PickleVerdict
 
 # Names that are only ever pickles (a loader unpickles them by their name).
@@ -125,7 +129,6 @@ _BY_CONTENT: Final = {
     "file-is-json": "JSON",
     "file-is-text": "text",
 }
-_PICKLE_CONTENT: Final = frozenset({"file-is-pickle", "file-is-pytorch-zip"})
 _SHARD: Final = re.compile(r"-\d{3,6}-of-\d{3,6}$")
 
 
@@ -323,39 +326,30 @@ def classify(path: str, siblings: Collection[str]) -> Other:
     """The kind and findings of one regular file found in a folder.
 
     ``siblings`` are the names in the file's folder (for the safetensors-copy
-    note).  Reads at most SNIFF_LEN bytes of the file (plus a .npz's bounded
-    directory).  Raises SourceError when the file cannot be opened.
+    note).  The file is judged by the loaders' dispatch (validator.formats):
+    a pickle when a loader would unpickle it or its name says so, read
+    statically by validator.pickles.  Raises SourceError when the file cannot
+    be opened.
     """
     with RegularFile(path) as (fd, st):
         try:
             head = read_exact(fd, 0, SNIFF_LEN)
             identified = identify(head, st.st_size) if head else None
-            slug = identified.slug if identified is not None else None
-            objects = slug == "file-is-numpy" and _holds_objects(fd, head, st.st_size)
+            judged = _judge(fd, st.st_size, path)
         except OSError as exc:
             raise os_error(path, exc) from exc
     name = os.path.basename(path)
-    low = name.lower()
     out = Checker()
-    what = None
-    if slug in _PICKLE_CONTENT and identified is not None:
-        what = f"this is {identified.what}"
-    elif objects:
-        what = "this NumPy file holds object arrays, which numpy.load unpickles (allow_pickle=True)"
-    elif low.endswith(PICKLE_NAMES) and (slug is None or slug in {"file-is-archive", "file-is-zip"}):
-        what = f"a {os.path.splitext(low)[1]} file is a pickle by convention (torch.load, joblib.load unpickle it)"
-    if what is not None:
+    for what in judged.unread:
+        out.add("archive-unreadable", f"{what}: check it before unpacking or loading it", None)
+    for member in judged.escapes:
+        out.add("archive-member-escapes", f"member {member!r} is written outside the folder it is unpacked into", None)
+    lfs = identified is not None and identified.slug == "file-is-git-lfs-pointer"
+    if judged.pickle and not lfs:  # a pointer to the file is no pickle, whatever its name
         from validator.pickles import read_pickle_file  # noqa: PLC0415 - the reader loads only for a pickle
 
-        verdict = read_pickle_file(path)
-        if verdict.weights_only:
-            copy = safetensors_copy(name, siblings)
-            note = f"; a safetensors copy is here ({copy}): prefer it" if copy is not None else ""
-            out.add("pickle-weights-only", f"{what}: {verdict.message()}{note}", None)
-        else:
-            slug = "pickle-data-only" if verdict.data_only else "pickle-file"
-            out.add(slug, f"{what}: {verdict.message()}{pickle_advice(name, siblings)}", None)
-        return Other(path, "pickle", st.st_size, tuple(out.findings), pickle_json(verdict))
+        return _pickle_other(path, st.st_size, read_pickle_file(path), siblings, out)
+    slug = identified.slug if identified is not None else None
     kind = name_kind(name)
     if kind == "Python":
         out.add("custom-code", custom_code_message(name, auto_mapped(os.path.dirname(path) or ".")), None)
@@ -364,6 +358,84 @@ def classify(path: str, siblings: Collection[str]) -> Other:
     if kind in {"HDF5", "ONNX"}:
         _code_in_model(path, kind, out)
     return Other(path, kind, st.st_size, tuple(out.findings))
+
+
+def _pickle_other(path: str, size: int, verdict: PickleVerdict, siblings: Collection[str], out: Checker) -> Other:
+    name = os.path.basename(path)
+    what = _what(verdict, name)
+    if verdict.weights_only:
+        copy = safetensors_copy(name, siblings)
+        note = f"; a safetensors copy is here ({copy}): prefer it" if copy is not None else ""
+        out.add("pickle-weights-only", f"{what}: {verdict.message()}{note}", None)
+    else:
+        slug = "pickle-data-only" if verdict.data_only else "pickle-file"
+        out.add(slug, f"{what}: {verdict.message()}{pickle_advice(name, siblings)}", None)
+    return Other(path, "pickle", size, tuple(out.findings), pickle_json(verdict))
+
+
+def classify_bytes(data: bytes, name: str) -> Other | None:
+    """What classify says of a file, for bytes that came without one (standard
+    input, shown as ``name``), when a loader would unpickle them; else None."""
+    from validator.formats import judge  # noqa: PLC0415 - as _judge
+    from validator.pickles import read_pickle_bytes  # noqa: PLC0415 - as classify
+
+    if not judge(data, name).pickle:
+        return None
+    return _pickle_other(name, len(data), read_pickle_bytes(data, name=name), (), Checker())
+
+
+def lone_file(path: str) -> Other | None:
+    """A file argument judged as a folder's file is (pickle-file, pickle-weights-only),
+    when its name is not ``*.safetensors``, its first bytes are no safetensors
+    length prefix and some loader would unpickle it; else None (it is
+    validated as a safetensors file, and a foreign format is named there)."""
+    if path.lower().endswith(".safetensors"):
+        return None
+    try:
+        with RegularFile(path) as (fd, st):
+            prefix = read_exact(fd, 0, PREFIX_LEN)
+        if prefix_rule(prefix, st.st_size) is None:
+            return None
+        folder = os.path.dirname(path) or "."
+        siblings = frozenset(os.listdir(folder))
+        other = classify(path, siblings)
+    except (OSError, SourceError):
+        return None  # the read of the file reports it
+    return other if other.kind == "pickle" else None
+
+
+# The verdict's container -> what the finding says the file is.
+_WHAT: Final = {
+    "torch-zip": "this is a PyTorch checkpoint (the ZIP archive torch.save writes, with a pickle inside)",
+    "torch-legacy": "this is a legacy PyTorch checkpoint (a pickle written by torch.save)",
+    "torch-tar": "this is a legacy PyTorch tar checkpoint (torch.load unpickles its members)",
+    "npy": "this NumPy file holds object arrays, which numpy.load unpickles (allow_pickle=True)",
+    "npz": "this NumPy file holds object arrays, which numpy.load unpickles (allow_pickle=True)",
+    "joblib": "this is a joblib file (joblib.load unpickles it)",
+}
+
+
+def _what(verdict: PickleVerdict, name: str) -> str:
+    from validator.formats import pickle_name  # noqa: PLC0415 - as _judge
+
+    known = _WHAT.get(verdict.kind)
+    if known is not None:
+        return known
+    if verdict.problem is not None and not verdict.imports and pickle_name(name):
+        ext = os.path.splitext(name.lower())[1]
+        return f"a {ext} file is a pickle by convention (torch.load, joblib.load unpickle it)"
+    return "this is a Python pickle (pickle.load, torch.load, numpy.load and joblib.load unpickle it)"
+
+
+def _judge(fd: int, size: int, path: str) -> Judged:
+    from validator.formats import judge  # noqa: PLC0415 - the dispatch loads only for a folder's other files
+
+    if size == 0:
+        return judge(b"", path)
+    with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as mapped:
+        if hasattr(mapped, "madvise") and hasattr(mmap, "MADV_RANDOM"):
+            mapped.madvise(mmap.MADV_RANDOM)  # headers and pickles only: no read-around of tensor bytes
+        return judge(mapped, path)
 
 
 def _code_in_model(path: str, kind: str, out: Checker) -> None:
@@ -385,84 +457,3 @@ def _code_in_model(path: str, kind: str, out: Checker) -> None:
                 f"external data location {location!r} leaves the model's folder: onnxruntime would read it",
                 None,
             )
-
-
-# -- NumPy object arrays ---------------------------------------------------------
-# .npy: "\x93NUMPY", major, minor, a little-endian header length (2 bytes in
-# format 1, 4 in formats 2 and 3), then a Python literal dict whose 'descr'
-# is the dtype; "O" is the object kind, stored as a pickle.
-_OBJECT_DESCR: Final = re.compile(r"[<>|=]?O\d*")
-_MAX_MEMBERS: Final = 256
-_MAX_DIRECTORY: Final = 1 << 20
-
-
-def _npy_objects(head: bytes) -> bool:
-    if not head.startswith(b"\x93NUMPY") or len(head) < 10:
-        return False
-    if head[6] == 1:
-        (n,) = struct.unpack_from("<H", head, 8)
-        start = 10
-    elif len(head) >= 12:
-        (n,) = struct.unpack_from("<I", head, 8)
-        start = 12
-    else:
-        return False
-    text = head[start : start + n].decode("latin-1")
-    try:
-        header = ast.literal_eval(text)
-    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
-        return False
-    return isinstance(header, dict) and _descr_objects(header.get("descr"))
-
-
-def _descr_objects(descr: object) -> bool:
-    if isinstance(descr, str):
-        return _OBJECT_DESCR.fullmatch(descr) is not None
-    if isinstance(descr, (list, tuple)):
-        return any(_descr_objects(part) for part in descr)
-    return False
-
-
-def _holds_objects(fd: int, head: bytes, size: int) -> bool:
-    """Whether a .npy (from its head) or a .npz (its members' first bytes) holds object arrays."""
-    if head.startswith(b"\x93NUMPY"):
-        return _npy_objects(head)
-    tail_at = max(0, size - 65557)
-    tail = read_exact(fd, tail_at, size - tail_at)
-    end = tail.rfind(b"PK\x05\x06")
-    if end < 0 or end + 22 > len(tail):
-        return False
-    _, _, _, entries, cd_size, cd_offset = struct.unpack_from("<HHHHII", tail, end + 4)
-    if cd_size > _MAX_DIRECTORY or cd_offset + cd_size > size:
-        return False
-    directory = read_exact(fd, cd_offset, cd_size)
-    at = 0
-    for _ in range(min(entries, _MAX_MEMBERS)):
-        if not directory.startswith(b"PK\x01\x02", at) or at + 46 > len(directory):
-            return False
-        method, compressed, name_len, extra_len, comment_len, local = (
-            struct.unpack_from("<H", directory, at + 10)[0],
-            struct.unpack_from("<I", directory, at + 20)[0],
-            *struct.unpack_from("<HHH", directory, at + 28),
-            struct.unpack_from("<I", directory, at + 42)[0],
-        )
-        at += 46 + name_len + extra_len + comment_len
-        if _member_objects(fd, local, method, compressed):
-            return True
-    return False
-
-
-def _member_objects(fd: int, local: int, method: int, compressed: int) -> bool:
-    header = read_exact(fd, local, 30)
-    if len(header) < 30 or not header.startswith(b"PK\x03\x04"):
-        return False
-    name_len, extra_len = struct.unpack_from("<HH", header, 26)
-    data = read_exact(fd, local + 30 + name_len + extra_len, min(compressed, SNIFF_LEN))
-    if method == 8:
-        try:
-            data = zlib.decompressobj(-15).decompress(data, SNIFF_LEN)
-        except zlib.error:
-            return False
-    elif method != 0:
-        return False
-    return _npy_objects(data)

@@ -96,6 +96,15 @@ def _folder_targets(path: str, errors: list[str], *, empty_is_error: bool) -> It
         yield Target("other", other.path, other=other)
 
 
+def _lone(path: str) -> Target:
+    # A file a loader would unpickle is judged as it is in a folder, so the
+    # same bytes give the same findings however they are named on the command line.
+    from validator.sources.kinds import lone_file  # noqa: PLC0415 - only for a file not named *.safetensors
+
+    other = None if path.lower().endswith(".safetensors") else lone_file(path)
+    return Target("file", path) if other is None else Target("other", path, other=other)
+
+
 def resolve(paths: Sequence[str], errors: list[str], *, empty_is_error: bool = True) -> Iterator[Target]:
     """The targets that arguments name, in order; unreadable ones go to ``errors``,
     and so does a directory with nothing to check unless ``empty_is_error`` is false."""
@@ -109,6 +118,6 @@ def resolve(paths: Sequence[str], errors: list[str], *, empty_is_error: bool = T
         elif is_index(path) and os.path.lexists(path):
             yield Target("index", path)
         elif os.path.lexists(path):
-            yield Target("file", path)
+            yield _lone(path)
         else:
             errors.append(f"{path}: no such file or directory")
