@@ -266,7 +266,11 @@ SHARED_LIGHT = (
     "validator.sources.codeformats",  # Keras and ONNX checks: standard library only, loaded for such files
     "validator.pickles._allow",
     "validator.pickles._archive",
+    "validator.pickles._args",
+    "validator.pickles._dtypes",
+    "validator.pickles._handlers",
     "validator.pickles._ops",
+    "validator.pickles._values",
     "validator.pickles._sniff",
     "validator.pickles._verdict",
     # the loaders' dispatch and containers: standard library only (numpy, when installed, for an .npy dtype)

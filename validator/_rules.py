@@ -397,6 +397,9 @@ _TABLE: Final[tuple[tuple[str, str, str, Severity, frozenset[Profile], str | Non
     ("ST709", "archive-member-escapes", "an archive member whose name climbs out of the folder it is unpacked into", _E, BOTH, None, "folder",
         "Do not unpack it: a member named ../ something, /something or C:something is written outside the target folder.",
         Example(text="model/extra.zip with a member named ../../.bashrc")),
+    ("ST710", "pickle-data-only", "a pickle that rebuilds library data types (NumPy, pandas, SciPy, joblib) and calls nothing of the file's choosing", _W, BOTH, None, "folder",
+        'Load it only with the loader the message names, in an environment with that library; prefer a safetensors or other non-pickle copy.  A policy can make it an error where pickles are banned (severity = "error").',
+        Example(text="model/scaler.joblib, a joblib.dump of a pandas.DataFrame and NumPy object arrays of strings")),
     #
     # Signed models: OpenSSF Model Signing (model.sig) over a folder (ST8xx),
     # reported by `scan` with --public-key, --certificate-chain or --identity.

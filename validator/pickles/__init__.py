@@ -27,16 +27,16 @@ import mmap
 from typing import TYPE_CHECKING
 
 from validator._source import RegularFile, os_error
-from validator.pickles._allow import ALLOWED, allowed, torch_allows
+from validator.pickles._allow import ALLOWED
 from validator.pickles._archive import ArchiveError, read
-from validator.pickles._ops import MAX_OPS, Reader, ReadError
+from validator.pickles._ops import MAX_OPS, Reader, ReadError, RefusedError
 from validator.pickles._sniff import sniff
-from validator.pickles._verdict import Global, PickleVerdict
+from validator.pickles._verdict import Global, PickleVerdict, verdict_from
 
 if TYPE_CHECKING:
     import os
 
-    from validator.pickles._ops import Buffer
+    from validator.pickles._values import Buffer
 
 __all__ = ["ALLOWED", "MAX_OPS", "Global", "PickleVerdict", "read_pickle_bytes", "read_pickle_file", "sniff_pickle"]
 
@@ -93,31 +93,13 @@ def _verdict(buf: Buffer, name: str | None) -> PickleVerdict:
     else:
         try:
             kind = read(buf, reader)
+        except RefusedError as exc:
+            where = f" in {reader.member}" if reader.member else ""
+            problem = f"refused: {exc}{where}"
         except ReadError as exc:
             where = f" in {reader.member}" if reader.member else ""
             problem = f"cannot be read to its STOP: {exc}{where}"
         except ArchiveError as exc:
             problem = str(exc)
         kind = "joblib" if reader.joblib and kind == "pickle" else kind
-    imports = tuple(
-        Global(
-            rec.module,
-            rec.name,
-            rec.called,
-            rec.offset,
-            rec.member,
-            rec.reason if rec.reason is not None or allowed(rec.module, rec.name) else "not on the allowlist",
-        )
-        for rec in reader.imports
-    )
-    unsafe = tuple(g for g in imports if g.reason is not None)
-    clean = not unsafe and problem is None
-    return PickleVerdict(
-        kind=kind,
-        weights_only=clean,
-        imports=imports,
-        unsafe=unsafe,
-        problem=problem,
-        torch_weights_only=clean and kind != "torch-tar" and all(torch_allows(g.module, g.name) for g in imports),
-        name=name,
-    )
+    return verdict_from(kind, reader, problem, name)

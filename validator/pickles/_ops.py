@@ -14,6 +14,18 @@
 # underflow, or past a bound below.  Imports found before the refusal are
 # kept: pickle runs them before it meets the bad byte.
 #
+# Frames (protocol 4+): pickle.loads, and pickle.load of a buffered file
+# (it peeks ahead), ignore their boundaries; pickle.load of a stream that
+# cannot peek (a BytesIO, as torch.load reads a zip member) drops what is
+# left of a frame when an argument runs past it and reads on after it
+# (CPython _pickle.c, _Unpickler_ReadImpl); the Python _Unframer, which
+# joblib's unpickler uses, raises.  So a stream whose opcode boundaries and
+# frame boundaries disagree is refused (RefusedError), as is a STOP or a
+# raw joblib array inside a frame that has bytes left: every loader then
+# reads the same bytes as this reader.  Mutating opcodes (SETITEM(S),
+# APPEND(S), ADDITEMS, BUILD) are accepted only on the values pickle fills
+# without calling code the stream chose (see _args).
+#
 # Deviations from pickle, each toward refusing: lines (protocol 0
 # arguments) longer than MAX_LINE, strings longer than MAX_TEXT (kept
 # opaque, so a STACK_GLOBAL of one cannot be resolved), and more than the
@@ -27,13 +39,38 @@ import pickletools
 import struct
 from typing import TYPE_CHECKING, Final
 
-from validator.pickles._allow import CODECS_ENCODE, JOBLIB_WRAPPER, LOAD_FROM_BYTES, NUMPY_DTYPE
+from validator.pickles import _args
+from validator.pickles._allow import (
+    CODECS_ENCODE,
+    DICT_TYPES,
+    JOBLIB_OLD_WRAPPERS,
+    JOBLIB_WRAPPER,
+    LIST_TYPES,
+    LOAD_FROM_BYTES,
+    NDARRAY_TYPES,
+    OBJECT_ARRAY,
+    data_tier,
+)
+from validator.pickles._dtypes import NUMPY_DTYPE, facts
+from validator.pickles._handlers import HANDLERS as _HANDLERS
+from validator.pickles._handlers import HIGHEST_PROTOCOL
+from validator.pickles._values import (
+    MAX_DICT_KEYS,
+    OPAQUE,
+    Bytes,
+    Call,
+    Dict,
+    Import,
+    ReadError,
+    Ref,
+    RefusedError,
+    Seq,
+)
 
 if TYPE_CHECKING:
-    import mmap
-    from collections.abc import Callable
+    from validator.pickles._values import Buffer
 
-    Buffer = bytes | mmap.mmap
+__all__ = ["HIGHEST_PROTOCOL", "MAGIC", "MAX_MARKS", "MAX_OPS", "Import", "ReadError", "Reader", "RefusedError"]
 
 # Bounds on one file's read, all streams together for MAX_OPS.
 MAX_OPS: Final = 10_000_000
@@ -41,12 +78,10 @@ MAX_STACK: Final = 1_000_000
 MAX_MEMO: Final = 1_000_000
 MAX_MARKS: Final = 100_000
 MAX_IMPORTS: Final = 100_000  # each is kept for the verdict: a bound on memory, not only time
-MAX_DICT_KEYS: Final = 64  # keys a dict value keeps (joblib's wrapper state has six); the rest are dropped
 MAX_LINE: Final = 1 << 20
 MAX_TEXT: Final = 16 << 20
 MAX_LONG: Final = 4096  # LONG1/LONG4 bytes decoded to an int; longer ones are opaque
 MAX_NESTED: Final = 4  # pickles inside pickles: _load_from_bytes, joblib object arrays
-HIGHEST_PROTOCOL: Final = 5
 
 # torch.save's legacy format: five pickles, then raw storage bytes
 # (torch/serialization.py _legacy_save: MAGIC_NUMBER, PROTOCOL_VERSION).
@@ -56,6 +91,10 @@ LEGACY_PROTOCOL: Final = 1001
 _OPCODES: Final = {
     op.code.encode("latin-1")[0]: (op.name, op.arg.name if op.arg else None) for op in pickletools.opcodes
 }
+# opcode byte -> (argument kind, handler; None for STOP), or None for a byte that is no opcode
+_DISPATCH: Final = [
+    None if code not in _OPCODES else (_OPCODES[code][1], _HANDLERS.get(_OPCODES[code][0])) for code in range(256)
+]
 _FIXED: Final = {
     "uint1": struct.Struct("<B"),
     "uint2": struct.Struct("<H"),
@@ -71,7 +110,7 @@ _SIZED: Final = {
     "bytes1": (_FIXED["uint1"], "bytes"),
     "bytes4": (_FIXED["uint4"], "bytes"),
     "bytes8": (_FIXED["uint8"], "bytes"),
-    "bytearray8": (_FIXED["uint8"], "bytes"),
+    "bytearray8": (_FIXED["uint8"], "bytearray"),
     "unicodestring1": (_FIXED["uint1"], "utf8"),
     "unicodestring4": (_FIXED["uint4"], "utf8"),
     "unicodestring8": (_FIXED["uint8"], "utf8"),
@@ -80,72 +119,21 @@ _SIZED: Final = {
 }
 
 
-class ReadError(Exception):
-    """A stream that cannot be read to its STOP; the public API reports it as a problem."""
-
-    def __init__(self, what: str, offset: int) -> None:
-        super().__init__(f"{what} at byte {offset}")
-        self.what = what
-        self.offset = offset
-
-
-class Import:
-    """One import, mutable while the stream is read (the verdict freezes it)."""
-
-    __slots__ = ("called", "member", "module", "name", "offset", "reason")
-
-    def __init__(self, module: str, name: str, offset: int, member: str | None, reason: str | None = None) -> None:
-        self.module = module
-        self.name = name
-        self.offset = offset
-        self.member = member
-        self.reason = reason
-        self.called = False
-
-
-class _Ref:
-    __slots__ = ("rec",)
-
-    def __init__(self, rec: Import) -> None:
-        self.rec = rec
-
-
-class _Call:
-    __slots__ = ("args", "func", "state")
-
-    def __init__(self, func: Import | None, args: object) -> None:
-        self.func = func
-        self.args = args
-        self.state: object = None
-
-
-class _Bytes:
-    __slots__ = ("buf", "end", "start")
-
-    def __init__(self, buf: Buffer, start: int, end: int) -> None:
-        self.buf = buf
-        self.start = start
-        self.end = end
-
-
-class _Dict:
-    __slots__ = ("items",)
-
-    def __init__(self) -> None:
-        self.items: dict[object, object] = {}
-
-
-_OPAQUE: Final = object()
-
-
 class Reader:
-    """The imports and the opcode budget of one file's read, over all its streams."""
+    """The imports, the opcode budget and the per-file facts of one file's read, over all its streams."""
 
     def __init__(self) -> None:
         self.imports: list[Import] = []
         self.ops_left = MAX_OPS
         self.member: str | None = None
         self.joblib = False
+        # Opcodes seen (by byte) and frames met: what torch's weights-only unpickler decides on.
+        self.seen = bytearray(256)
+        self.frames = 0
+
+    def opcodes(self) -> frozenset[str]:
+        """The names of the opcodes every stream read so far used."""
+        return frozenset(_OPCODES[code][0] for code in range(256) if self.seen[code])
 
     def stream(self, buf: Buffer, start: int, end: int, depth: int = 0) -> tuple[object, int]:
         """Read the pickle at ``buf[start:end]`` to its STOP: (its value, the offset after STOP)."""
@@ -165,7 +153,20 @@ class Reader:
 
 
 class _Stream:
-    __slots__ = ("at", "base", "buf", "depth", "end", "marks", "memo", "pos", "proto", "reader", "stack")
+    __slots__ = (
+        "at",
+        "base",
+        "buf",
+        "depth",
+        "end",
+        "frame_end",
+        "marks",
+        "memo",
+        "pos",
+        "proto",
+        "reader",
+        "stack",
+    )
 
     def __init__(self, reader: Reader, buf: Buffer, start: int, end: int, depth: int) -> None:
         self.reader = reader
@@ -179,30 +180,60 @@ class _Stream:
         self.marks: list[int] = []
         self.memo: dict[int, object] = {}
         self.proto = 0
+        self.frame_end = -1  # where the current frame ends; -1 outside frames
 
     # -- the loop --------------------------------------------------------------
     def run(self) -> tuple[object, int]:
-        buf, end, reader = self.buf, self.end, self.reader
+        buf, end, reader, seen = self.buf, self.end, self.reader, self.reader.seen
         while True:
             pos = self.pos
             if pos >= end:
                 raise ReadError("truncated: the stream ends before its STOP", pos)
-            entry = _OPCODES.get(buf[pos])
+            code = buf[pos]
+            entry = _DISPATCH[code]
             if entry is None:
-                raise ReadError(f"unknown opcode 0x{buf[pos]:02x}", pos)
+                raise ReadError(f"unknown opcode 0x{code:02x}", pos)
             reader.ops_left -= 1
             if reader.ops_left < 0:
                 raise ReadError(f"more than {MAX_OPS:,} opcodes", pos)
-            name, argkind = entry
+            seen[code] = 1
+            argkind, handler = entry
             self.at = pos
             self.pos = pos + 1
             arg = None if argkind is None else self._arg(argkind)
-            if name == "STOP":
-                return self._pop(), self.pos
-            _HANDLERS[name](self, arg)
+            frame_end = self.frame_end
+            if frame_end >= 0 and (pos == frame_end or self.pos > frame_end):
+                self._in_frame(pos)
+            if handler is None:  # STOP
+                self._frame_done("STOP")
+                return self.pop(), self.pos
+            handler(self, arg)
+
+    # -- frames ------------------------------------------------------------------
+    def _in_frame(self, pos: int) -> None:
+        if pos == self.frame_end:  # the frame was used up exactly: this opcode is read from the file
+            self.frame_end = -1
+        elif self.pos > self.frame_end:
+            what = "an opcode and its argument run past the end of their FRAME"
+            raise RefusedError(f"{what}: pickle.load on a file and pickle.loads read different bytes", self.at)
+
+    def _frame_done(self, what: str) -> None:
+        # pickle.load(file) has read the whole frame from the file: what comes
+        # after this point, for the loader, is the byte after the frame.
+        if self.frame_end >= 0 and self.pos < self.frame_end:
+            raise RefusedError(f"{what} inside a FRAME with bytes left: the loader resumes after the frame", self.at)
+        self.frame_end = -1
+
+    def frame(self, n: object) -> None:
+        """FRAME: the next ``n`` bytes are one frame."""
+        if type(n) is not int or n > self.end - self.pos:
+            raise ReadError("FRAME runs past the end of the stream", self.at)
+        self._frame_done("a FRAME")
+        self.reader.frames += 1
+        self.frame_end = self.pos + n
 
     # -- arguments -------------------------------------------------------------
-    def _take(self, n: int) -> int:
+    def take(self, n: int) -> int:
         start = self.pos
         if n < 0:
             raise ReadError("negative length", self.at)
@@ -223,13 +254,13 @@ class _Stream:
     def _arg(self, kind: str) -> object:  # noqa: C901 - one branch per argument kind of pickletools
         fixed = _FIXED.get(kind)
         if fixed is not None:
-            at = self._take(fixed.size)
+            at = self.take(fixed.size)
             return fixed.unpack_from(self.buf, at)[0]
         sized = _SIZED.get(kind)
         if sized is not None:
             prefix, what = sized
-            n = prefix.unpack_from(self.buf, self._take(prefix.size))[0]
-            start = self._take(n)
+            n = prefix.unpack_from(self.buf, self.take(prefix.size))[0]
+            start = self.take(n)
             return self._sized(what, start, n)
         line = self._line()
         try:
@@ -255,11 +286,13 @@ class _Stream:
 
     def _sized(self, what: str, start: int, n: int) -> object:
         if what == "bytes":
-            return _Bytes(self.buf, start, start + n)
+            return Bytes(self.buf, start, start + n)
+        if what == "bytearray":
+            return Bytes(self.buf, start, start + n, mutable=True)
         if what == "long":
-            return int.from_bytes(self.buf[start : start + n], "little", signed=True) if n <= MAX_LONG else _OPAQUE
+            return int.from_bytes(self.buf[start : start + n], "little", signed=True) if n <= MAX_LONG else OPAQUE
         if n > MAX_TEXT:
-            return _OPAQUE
+            return OPAQUE
         raw = self.buf[start : start + n]
         if what == "str8":
             return raw.decode("latin-1")
@@ -269,22 +302,27 @@ class _Stream:
             raise ReadError("string argument is not UTF-8", self.at) from None
 
     # -- the stack ---------------------------------------------------------------
-    def _push(self, value: object) -> None:
+    def push(self, value: object) -> None:
         if len(self.stack) >= MAX_STACK:
             raise ReadError(f"stack deeper than {MAX_STACK:,}", self.at)
         self.stack.append(value)
 
-    def _pop(self) -> object:
+    def pop(self) -> object:
         if len(self.stack) <= (self.marks[-1] if self.marks else 0):
             raise ReadError("stack underflow", self.at)
         return self.stack.pop()
 
-    def _top(self) -> object:
+    def top(self) -> object:
         if len(self.stack) <= (self.marks[-1] if self.marks else 0):
             raise ReadError("stack underflow", self.at)
         return self.stack[-1]
 
-    def _pop_mark(self) -> list[object]:
+    def mark(self) -> None:
+        if len(self.marks) >= MAX_MARKS:
+            raise ReadError(f"MARKs nested more than {MAX_MARKS:,} deep", self.at)
+        self.marks.append(len(self.stack))
+
+    def pop_mark(self) -> list[object]:
         if not self.marks:
             raise ReadError("no MARK to pop to", self.at)
         at = self.marks.pop()
@@ -292,7 +330,7 @@ class _Stream:
         del self.stack[at:]
         return items
 
-    def _memo_set(self, key: object, value: object) -> None:
+    def memo_set(self, key: object, value: object) -> None:
         if type(key) is not int or key < 0:
             raise ReadError("negative or non-integer memo key", self.at)
         if key not in self.memo and len(self.memo) >= MAX_MEMO:
@@ -301,46 +339,58 @@ class _Stream:
 
     # -- imports and calls -------------------------------------------------------
     def _import(self, module: str, name: str, reason: str | None = None) -> Import:
+        renamed = False
         if self.proto < 3 and reason is None:
             # pickle's fix_imports: Python 2 names, for protocols 0 to 2
             if (module, name) in _compat_pickle.NAME_MAPPING:
                 module, name = _compat_pickle.NAME_MAPPING[module, name]
+                renamed = True
             elif module in _compat_pickle.IMPORT_MAPPING:
                 module = _compat_pickle.IMPORT_MAPPING[module]
+                renamed = True
         if len(self.reader.imports) >= MAX_IMPORTS:
             raise ReadError(f"more than {MAX_IMPORTS:,} imports", self.at)
         rec = Import(module, name, self.at - self.base, self.reader.member, reason)
+        rec.renamed = renamed
+        rec.data = data_tier(module, name)
         self.reader.imports.append(rec)
-        if (module, name) == JOBLIB_WRAPPER:
+        if (module, name) == JOBLIB_WRAPPER or (module, name) in JOBLIB_OLD_WRAPPERS:
             self.reader.joblib = True
         return rec
 
-    def _call(self, func: object, args: object) -> None:
-        if not isinstance(func, _Ref):
+    def ref(self, module: str, name: str, reason: str | None = None) -> Ref:
+        """Push nothing; import ``module.name`` and return the value that refers to it."""
+        return Ref(self._import(module, name, reason))
+
+    def call(self, func: object, args: object) -> None:
+        """REDUCE, NEWOBJ, NEWOBJ_EX, INST, OBJ: push the result of calling ``func``."""
+        if not isinstance(func, Ref):
             # A call of something that is not an imported global: refused
             # whatever it is (no allowed global returns a callable).
             rec = self._import("?", "?", "calls a value computed while loading")
             rec.called = True
-            self._push(_Call(None, args))
+            self.push(Call(None, args))
             return
         rec = func.rec
         rec.called = True
-        key = (rec.module, rec.name)
-        result = _Call(rec, args)
-        if key == NUMPY_DTYPE:
-            _check_dtype(rec, args)
+        key = rec.key
+        result = Call(rec, args)
+        if rec.reason is None:
+            rec.reason = _args.check(key, args)
+        if key == NUMPY_DTYPE and rec.reason is None and _args.object_dtype(args):
+            rec.data = OBJECT_ARRAY
         elif key == CODECS_ENCODE:
-            self._push(_encode(args) or result)
+            self.push(_encode(args) or result)
             return
         elif key == LOAD_FROM_BYTES:
             self._load_from_bytes(rec, args)
-        self._push(result)
+        self.push(result)
 
     def _load_from_bytes(self, rec: Import, args: object) -> None:
         # torch.storage._load_from_bytes(b) is torch.load(b, weights_only=False):
-        # allowed only when b is literal bytes holding an allowed legacy stream.
+        # allowed only when b is literal, immutable bytes holding an allowed legacy stream.
         data = args[0] if isinstance(args, tuple) and len(args) == 1 else None
-        if not isinstance(data, _Bytes):
+        if not isinstance(data, Bytes) or not _args.literal_bytes(data):
             rec.reason = "its argument is not literal bytes: torch.load(weights_only=False) of a computed value"
             return
         if self.depth >= MAX_NESTED:
@@ -355,26 +405,69 @@ class _Stream:
         finally:
             self.reader.member = outer
 
-    def _build(self, state: object) -> None:
-        target = self._top()
-        if isinstance(target, _Ref):
-            target.rec.called = True  # BUILD on a global sets attributes of a class or function
-        elif isinstance(target, _Call):
-            target.state = state
-            if target.func is not None and (target.func.module, target.func.name) == JOBLIB_WRAPPER:
-                self._skip_joblib_array(state)
+    # -- mutations -----------------------------------------------------------------
+    def build(self, state: object) -> None:
+        """BUILD: pickle calls the target's __setstate__, or updates its __dict__ and sets its slots."""
+        target = self.top()
+        if isinstance(target, Ref):
+            # a class or function whose attributes the stream would set
+            target.rec.called = True
+            target.rec.reason = target.rec.reason or "BUILD on the global itself: sets a class's attributes"
+            return
+        if not isinstance(target, Call):
+            raise RefusedError("BUILD on a value that no allowed constructor made", self.at)
+        if not _args.plain_state(state) and (isinstance(state, (Dict, Call)) or _pair_of_dicts(state)):
+            # setattr or __dict__ of a dunder name: __class__, __setstate__, __reduce__ ...
+            raise RefusedError("BUILD with a state whose keys are not plain attribute names", self.at)
+        target.state = state
+        target.built = True
+        func = target.func
+        if func is not None and func.key == JOBLIB_WRAPPER:
+            self._skip_joblib_array(state)
+        elif func is not None and func.key in JOBLIB_OLD_WRAPPERS:
+            _old_joblib_wrapper(func, state)
+
+    def fill(self, items: list[object], *, op: str) -> None:
+        """SETITEM(S), APPEND(S), ADDITEMS: ``items`` go into the value on top of the stack."""
+        target = self.top()
+        if op == "SETITEMS":
+            if len(items) % 2:
+                raise ReadError("odd number of items for a dict", self.at)
+            if isinstance(target, Dict):
+                _set_items(target, items)
+                return
+            if isinstance(target, Call) and target.func is not None and target.func.key in DICT_TYPES:
+                target.filled = True
+                target.plain = target.plain and all(_plain_key(k) for k in items[::2])
+                return
+            raise RefusedError("SETITEMS on a value that is not a dict: pickle would call its __setitem__", self.at)
+        kind = "set" if op == "ADDITEMS" else "list"
+        if isinstance(target, Seq) and target.kind == kind:
+            return
+        if kind == "list" and isinstance(target, Call) and target.func is not None and target.func.key in LIST_TYPES:
+            target.filled = True
+            return
+        raise RefusedError(f"{op} on a value that is not a {kind}: pickle would call its own method", self.at)
 
     def _skip_joblib_array(self, state: object) -> None:
-        # joblib.load reads the wrapped array's bytes right after this BUILD
-        # (numpy_pickle.NumpyArrayWrapper.read_array): a nested pickle for an
-        # object dtype, else an optional padding byte and padding, then
-        # prod(shape) * itemsize bytes.
-        shape = state.items.get("shape") if isinstance(state, _Dict) else None
-        dtype = state.items.get("dtype") if isinstance(state, _Dict) else None
-        size = _itemsize(dtype)
-        if not isinstance(state, _Dict) or not isinstance(shape, tuple) or size is None:
-            raise ReadError("joblib array wrapper whose shape or dtype cannot be read statically", self.at)
-        if size == 0:  # object dtype: a pickle of its own follows
+        # joblib.load reads the wrapped array's bytes right after this BUILD,
+        # from the file, past the unpickler (NumpyArrayWrapper.read_array): a
+        # nested pickle when dtype.hasobject, else an optional padding byte
+        # and padding, then prod(shape) * itemsize bytes.
+        self._frame_done("a joblib array")
+        if not isinstance(state, Dict) or not state.complete:
+            raise RefusedError("joblib array wrapper whose state cannot be read statically", self.at)
+        shape = state.items.get("shape")
+        sized = facts(state.items.get("dtype"))
+        if isinstance(sized, str):
+            raise RefusedError(f"joblib array wrapper whose dtype cannot be sized exactly: {sized}", self.at)
+        subclass = state.items.get("subclass")
+        if not isinstance(subclass, Ref) or subclass.rec.key not in NDARRAY_TYPES:
+            raise RefusedError("joblib array wrapper whose subclass is not numpy.ndarray or numpy.matrix", self.at)
+        if not isinstance(shape, tuple):
+            raise RefusedError("joblib array shape is not a tuple of sizes", self.at)
+        size, hasobject = sized
+        if hasobject:  # a pickle of its own follows
             if self.depth >= MAX_NESTED:
                 raise ReadError(f"pickles nested more than {MAX_NESTED} deep", self.at)
             _, self.pos = self.reader.stream(self.buf, self.pos, self.end, self.depth + 1)
@@ -382,286 +475,55 @@ class _Stream:
         count = 1
         for n in shape:
             if type(n) is not int or n < 0:
-                raise ReadError("joblib array shape is not a tuple of sizes", self.at)
+                raise RefusedError("joblib array shape is not a tuple of sizes", self.at)
             count *= n
         if state.items.get("numpy_array_alignment_bytes") is not None:
-            self._take(self.buf[self._take(1)])
-        self._take(count * size)
+            self.take(self.buf[self.take(1)])
+        self.take(count * size)
 
 
-def _check_dtype(rec: Import, args: object) -> None:
-    code = args[0] if isinstance(args, tuple) and args else None
-    if not isinstance(code, str):
-        rec.reason = "its argument is not a plain dtype code"
-    elif code.lstrip("<>|=").startswith("O"):
-        rec.reason = "an object dtype: the array's elements are arbitrary pickled objects"
+def _plain_key(key: object) -> bool:
+    return type(key) is int or (type(key) is str and not key.startswith("__"))
 
 
-def _encode(args: object) -> _Bytes | None:
+def _pair_of_dicts(state: object) -> bool:
+    return isinstance(state, tuple) and len(state) == 2  # (dict state, slot state)
+
+
+def _set_items(target: Dict, items: list[object]) -> None:
+    kept = target.items
+    for k, v in zip(items[::2], items[1::2], strict=True):
+        kind = type(k)
+        if kind is str:
+            if k[:2] == "__":  # type: ignore[index]  # a str, by the test above
+                target.plain = False
+        elif kind is not int:
+            target.plain = target.complete = False
+            continue
+        if k in kept or len(kept) < MAX_DICT_KEYS:
+            kept[k] = v
+        else:
+            target.complete = False
+
+
+def _old_joblib_wrapper(func: Import, state: object) -> None:
+    # joblib < 0.10: NDArrayWrapper.read joins the unpickler's folder and
+    # state["filename"], then numpy.load(..., allow_pickle=True): only a
+    # plain sibling .npy name, and an ndarray subclass that is allowed.
+    name = state.items.get("filename") if isinstance(state, Dict) and state.complete else None
+    subclass = state.items.get("subclass") if isinstance(state, Dict) else None
+    if not isinstance(name, str) or not name.endswith(".npy") or "/" in name or "\\" in name or name.startswith("."):
+        func.reason = "its file name is not a plain sibling .npy name: numpy.load(allow_pickle=True) of another file"
+    elif not isinstance(subclass, Ref) or subclass.rec.key not in NDARRAY_TYPES:
+        func.reason = "its subclass is not numpy.ndarray or numpy.matrix"
+
+
+def _encode(args: object) -> Bytes | None:
     # _codecs.encode(text, "latin1") is how protocols 0-2 write bytes.
     if isinstance(args, tuple) and len(args) == 2 and isinstance(args[0], str) and args[1] in {"latin1", "latin-1"}:
         try:
             data = args[0].encode("latin-1")
         except UnicodeEncodeError:
             return None
-        return _Bytes(data, 0, len(data))
+        return Bytes(data, 0, len(data))
     return None
-
-
-def _itemsize(dtype: object) -> int | None:
-    """A numpy.dtype call's item size in bytes, 0 for the object kind, None when unknown."""
-    if not isinstance(dtype, _Call) or dtype.func is None or not isinstance(dtype.args, tuple) or not dtype.args:
-        return None
-    code = dtype.args[0]
-    if not isinstance(code, str):
-        return None
-    code = code.lstrip("<>|=")
-    if code.startswith("O"):
-        return 0
-    state = dtype.state
-    # numpy's dtype state: (version, byteorder, subarray, names, fields, elsize, alignment, flags)
-    if isinstance(state, tuple) and len(state) >= 8 and type(state[5]) is int and state[5] > 0:
-        return state[5]
-    digits = code[1:]
-    return int(digits) if digits.isdigit() and int(digits) > 0 else None
-
-
-def _op_push(value: object) -> Callable[[_Stream, object], None]:
-    def push(s: _Stream, _: object) -> None:
-        s._push(value)  # noqa: SLF001 - the handler table is part of the class
-
-    return push
-
-
-def _pushes_arg(s: _Stream, arg: object) -> None:
-    s._push(arg)  # noqa: SLF001
-
-
-def _pushes_opaque(s: _Stream, _: object) -> None:
-    s._push(_OPAQUE)  # noqa: SLF001
-
-
-def _get(s: _Stream, key: object) -> None:
-    if key not in s.memo:
-        raise ReadError(f"memo key {key} is not set", s.at)
-    s._push(s.memo[key])  # noqa: SLF001
-
-
-def _put(s: _Stream, key: object) -> None:
-    s._memo_set(key, s._top())  # noqa: SLF001
-
-
-def _memoize(s: _Stream, _: object) -> None:
-    s._memo_set(len(s.memo), s._top())  # noqa: SLF001
-
-
-def _mark(s: _Stream, _: object) -> None:
-    if len(s.marks) >= MAX_MARKS:
-        raise ReadError(f"MARKs nested more than {MAX_MARKS:,} deep", s.at)
-    s.marks.append(len(s.stack))
-
-
-def _pop(s: _Stream, _: object) -> None:
-    if len(s.stack) > (s.marks[-1] if s.marks else 0):
-        s.stack.pop()
-    else:
-        s._pop_mark()  # noqa: SLF001 - pickle's POP of an empty frame pops its MARK
-
-
-def _tuple_n(n: int) -> Callable[[_Stream, object], None]:
-    def build(s: _Stream, _: object) -> None:
-        items = [s._pop() for _ in range(n)]  # noqa: SLF001
-        s._push(tuple(reversed(items)))  # noqa: SLF001
-
-    return build
-
-
-def _tuple(s: _Stream, _: object) -> None:
-    s._push(tuple(s._pop_mark()))  # noqa: SLF001
-
-
-def _from_mark(s: _Stream, _: object) -> None:
-    s._pop_mark()  # noqa: SLF001
-    s._push(_OPAQUE)  # noqa: SLF001
-
-
-def _dict(s: _Stream, _: object) -> None:
-    items = s._pop_mark()  # noqa: SLF001
-    d = _Dict()
-    _set_items(s, d, items)
-    s._push(d)  # noqa: SLF001
-
-
-def _set_items(s: _Stream, target: object, items: list[object]) -> None:
-    if len(items) % 2:
-        raise ReadError("odd number of items for a dict", s.at)
-    if isinstance(target, _Dict):
-        for k, v in zip(items[::2], items[1::2], strict=True):
-            if isinstance(k, (str, int)) and (k in target.items or len(target.items) < MAX_DICT_KEYS):
-                target.items[k] = v
-
-
-def _setitem(s: _Stream, _: object) -> None:
-    value = s._pop()  # noqa: SLF001
-    key = s._pop()  # noqa: SLF001
-    _set_items(s, s._top(), [key, value])  # noqa: SLF001
-
-
-def _setitems(s: _Stream, _: object) -> None:
-    items = s._pop_mark()  # noqa: SLF001
-    _set_items(s, s._top(), items)  # noqa: SLF001
-
-
-def _append(s: _Stream, _: object) -> None:
-    s._pop()  # noqa: SLF001
-    s._top()  # noqa: SLF001
-
-
-def _appends(s: _Stream, _: object) -> None:
-    s._pop_mark()  # noqa: SLF001
-    s._top()  # noqa: SLF001
-
-
-def _pop_mark(s: _Stream, _: object) -> None:
-    s._pop_mark()  # noqa: SLF001
-
-
-def _dup(s: _Stream, _: object) -> None:
-    s._push(s._top())  # noqa: SLF001
-
-
-def _top_only(s: _Stream, _: object) -> None:
-    s._top()  # noqa: SLF001
-
-
-def _persid_stack(s: _Stream, _: object) -> None:
-    s._pop()  # noqa: SLF001
-    s._push(_OPAQUE)  # noqa: SLF001
-
-
-def _ext(s: _Stream, code: object) -> None:
-    if type(code) is not int or code <= 0:
-        raise ReadError("EXT code is not positive", s.at)
-    reason = "an extension registry code: copyreg resolves it to a global this reader cannot name"
-    s._push(_Ref(s._import("copyreg", f"_extension_registry[{code}]", reason)))  # noqa: SLF001
-
-
-def _global(s: _Stream, arg: object) -> None:
-    module, name = _pair(arg)
-    s._push(_Ref(s._import(module, name)))  # noqa: SLF001
-
-
-def _pair(arg: object) -> tuple[str, str]:
-    # stringnl_noescape_pair: the argument reader returns two str
-    if not isinstance(arg, tuple):
-        raise TypeError(arg)
-    return arg[0], arg[1]
-
-
-def _stack_global(s: _Stream, _: object) -> None:
-    name = s._pop()  # noqa: SLF001
-    module = s._pop()  # noqa: SLF001
-    if isinstance(module, str) and isinstance(name, str):
-        s._push(_Ref(s._import(module, name)))  # noqa: SLF001
-    else:
-        reason = "cannot resolve the imported name: STACK_GLOBAL of values that are not plain strings"
-        s._push(_Ref(s._import("?", "?", reason)))  # noqa: SLF001
-
-
-def _inst(s: _Stream, arg: object) -> None:
-    module, name = _pair(arg)
-    args = tuple(s._pop_mark())  # noqa: SLF001
-    s._call(_Ref(s._import(module, name)), args)  # noqa: SLF001
-
-
-def _obj(s: _Stream, _: object) -> None:
-    items = s._pop_mark()  # noqa: SLF001
-    if not items:
-        raise ReadError("OBJ without a class", s.at)
-    s._call(items[0], tuple(items[1:]))  # noqa: SLF001
-
-
-def _newobj(s: _Stream, _: object) -> None:
-    args = s._pop()  # noqa: SLF001
-    s._call(s._pop(), args)  # noqa: SLF001
-
-
-def _newobj_ex(s: _Stream, _: object) -> None:
-    s._pop()  # noqa: SLF001 - kwargs
-    args = s._pop()  # noqa: SLF001
-    s._call(s._pop(), args)  # noqa: SLF001
-
-
-def _reduce(s: _Stream, _: object) -> None:
-    args = s._pop()  # noqa: SLF001
-    s._call(s._pop(), args)  # noqa: SLF001
-
-
-def _build(s: _Stream, _: object) -> None:
-    s._build(s._pop())  # noqa: SLF001
-
-
-def _proto(s: _Stream, n: object) -> None:
-    if type(n) is not int or n > HIGHEST_PROTOCOL:
-        raise ReadError(f"unsupported pickle protocol {n}", s.at)
-    s.proto = n
-
-
-def _frame(s: _Stream, n: object) -> None:
-    if type(n) is not int or n > s.end - s.pos:
-        raise ReadError("FRAME runs past the end of the stream", s.at)
-
-
-# opcode name -> what it does to the symbolic machine
-_HANDLERS: Final[dict[str, Callable[[_Stream, object], None]]] = {
-    **dict.fromkeys(
-        ("INT", "BININT", "BININT1", "BININT2", "LONG", "LONG1", "LONG4", "STRING", "BINSTRING", "SHORT_BINSTRING"),
-        _pushes_arg,
-    ),
-    **dict.fromkeys(("BINBYTES", "SHORT_BINBYTES", "BINBYTES8", "BYTEARRAY8"), _pushes_arg),
-    **dict.fromkeys(("UNICODE", "SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8"), _pushes_arg),
-    **dict.fromkeys(("FLOAT", "BINFLOAT", "EMPTY_LIST", "EMPTY_SET", "NEXT_BUFFER", "PERSID"), _pushes_opaque),
-    "NONE": _op_push(None),
-    "NEWTRUE": _op_push(True),  # noqa: FBT003 - the value pushed
-    "NEWFALSE": _op_push(False),  # noqa: FBT003
-    "EMPTY_DICT": lambda s, _: s._push(_Dict()),  # noqa: SLF001
-    "EMPTY_TUPLE": _op_push(()),
-    "READONLY_BUFFER": _top_only,
-    "APPEND": _append,
-    "APPENDS": _appends,
-    "ADDITEMS": _appends,
-    "LIST": _from_mark,
-    "FROZENSET": _from_mark,
-    "DICT": _dict,
-    "SETITEM": _setitem,
-    "SETITEMS": _setitems,
-    "TUPLE": _tuple,
-    "TUPLE1": _tuple_n(1),
-    "TUPLE2": _tuple_n(2),
-    "TUPLE3": _tuple_n(3),
-    "POP": _pop,
-    "DUP": _dup,
-    "MARK": _mark,
-    "POP_MARK": _pop_mark,
-    "GET": _get,
-    "BINGET": _get,
-    "LONG_BINGET": _get,
-    "PUT": _put,
-    "BINPUT": _put,
-    "LONG_BINPUT": _put,
-    "MEMOIZE": _memoize,
-    "EXT1": _ext,
-    "EXT2": _ext,
-    "EXT4": _ext,
-    "GLOBAL": _global,
-    "STACK_GLOBAL": _stack_global,
-    "INST": _inst,
-    "OBJ": _obj,
-    "NEWOBJ": _newobj,
-    "NEWOBJ_EX": _newobj_ex,
-    "REDUCE": _reduce,
-    "BUILD": _build,
-    "BINPERSID": _persid_stack,
-    "PROTO": _proto,
-    "FRAME": _frame,
-}

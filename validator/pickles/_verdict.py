@@ -1,15 +1,22 @@
 # Strategy: the value types that cross the public boundary.  A Global is one
 # import the pickle makes (where, and whether it is called); a PickleVerdict
-# is everything one read learned.  Both are frozen.  message() is the one
-# sentence every caller shows: it names what would run first, then why the
-# file could not be read, then, for a clean file, how it loads safely.
-# Names come from the file, so they are escaped before they reach a line.
+# is everything one read learned.  Both are frozen.  verdict_from() is the
+# one place a read becomes a verdict: the tiers (weights only, data only,
+# neither), which loaders accept the file, and why torch.load(weights_only=
+# True) would refuse it.  message() is the one sentence every caller shows:
+# it names what would run first, then why the file could not be read, then,
+# for a clean file, what loads it.  Names come from the file, so they are
+# escaped before they reach a line.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from validator._display import escape_line
+from validator.pickles._allow import TORCH_OPCODES, allowed, torch_allows
+
+if TYPE_CHECKING:
+    from validator.pickles._ops import Reader
 
 # Where a read stops naming unsafe globals in one message.
 _NAMED: Final = 3
@@ -26,7 +33,8 @@ class Global:
     torch file or an .npy, in the archive member ``member`` otherwise.
     ``called`` is True when the stream calls it (REDUCE, NEWOBJ,
     NEWOBJ_EX, INST, OBJ, or BUILD on the global itself).  ``reason`` is
-    why it is unsafe, or None for an allowed import.
+    why it is unsafe, or None for an allowed import.  ``rebuilds`` names
+    the library value a data-tier import rebuilds (None in the weights tier).
     """
 
     module: str
@@ -35,6 +43,7 @@ class Global:
     offset: int
     member: str | None = None
     reason: str | None = None
+    rebuilds: str | None = None
 
     @property
     def qualname(self) -> str:
@@ -56,9 +65,15 @@ class PickleVerdict:
     the allowlist, a name that cannot be resolved statically, or an
     allowed global with arguments that are not).  ``problem`` says why the
     file could not be read to its end, or is None.  ``torch_weights_only``
-    is True when torch.load(weights_only=True) itself accepts every import (and the
-    container: it refuses the legacy tar form).
-    ``name`` is the path or name the caller gave, if any.
+    is True when torch.load(weights_only=True) itself accepts the file:
+    a torch.save container other than the legacy tar form, whose every
+    opcode and global its weights-only unpickler reads; ``torch_refusal``
+    says why it would refuse, or is None.  ``data_only`` is True when the
+    file is clean but needs the data tier: library constructors that
+    rebuild data (``rebuilds`` names them) and call nothing of the file's
+    choosing.  ``loaders`` names the loaders that load a clean file (empty
+    for one that is not clean).  ``name`` is the path or name the caller
+    gave, if any.
     """
 
     kind: str
@@ -68,6 +83,10 @@ class PickleVerdict:
     problem: str | None
     torch_weights_only: bool = False
     name: str | None = None
+    data_only: bool = False
+    rebuilds: tuple[str, ...] = ()
+    loaders: tuple[str, ...] = ()
+    torch_refusal: str | None = None
 
     def message(self) -> str:
         """One line naming what loading the file would run, or why it is safe."""
@@ -80,11 +99,86 @@ class PickleVerdict:
             return "; ".join(parts)
         if not self.imports:
             return "holds no pickled objects: loading it runs no code"
-        if self.torch_weights_only and self.kind in TORCH_KINDS:
-            return "holds only tensors: loads with torch.load(weights_only=True) (the default since torch 2.6)"
         if self.torch_weights_only:
-            return "imports only tensor and container types: torch.load(weights_only=True) accepts it"
-        return "imports only allowlisted data types: unpickling it runs no code of the file's choosing"
+            return TORCH_PHRASE
+        loads = " or ".join(self.loaders)
+        if self.data_only:
+            rebuilds = ", ".join(escape_line(r) for r in self.rebuilds)
+            return f"loads with {loads}; rebuilds {rebuilds}: library constructors of data, none of the file's choosing"
+        text = "imports only allowlisted data types: unpickling it runs no code of the file's choosing"
+        if self.kind in TORCH_KINDS and self.torch_refusal is not None:
+            return f"{text}, but torch.load(weights_only=True) refuses it ({self.torch_refusal}): loads with {loads}"
+        return f"{text}; loads with {loads}"
+
+
+TORCH_PHRASE: Final = "holds only tensors: loads with torch.load(weights_only=True) (the default since torch 2.6)"
+# The loader that unpickles each kind of file (besides torch.load(weights_only=True)).
+LOADERS: Final = {
+    "pickle": "pickle.load",
+    "joblib": "joblib.load",
+    "npy": "numpy.load(allow_pickle=True)",
+    "npz": "numpy.load(allow_pickle=True)",
+    "torch-zip": "torch.load(weights_only=False)",
+    "torch-legacy": "torch.load(weights_only=False)",
+    "torch-tar": "torch.load(weights_only=False)",
+}
+
+
+def verdict_from(kind: str, reader: Reader, problem: str | None, name: str | None) -> PickleVerdict:
+    """The verdict on a read of a ``kind`` file that ``reader`` made, ``problem`` why it stopped early (or None)."""
+    imports = tuple(
+        Global(
+            rec.module,
+            rec.name,
+            rec.called,
+            rec.offset,
+            rec.member,
+            rec.reason
+            if rec.reason is not None or rec.data is not None or allowed(rec.module, rec.name)
+            else "not on the allowlist",
+            rec.data,
+        )
+        for rec in reader.imports
+    )
+    unsafe = tuple(g for g in imports if g.reason is not None)
+    clean = not unsafe and problem is None
+    rebuilds = tuple(dict.fromkeys(g.rebuilds for g in imports if g.rebuilds is not None))
+    refusal = _torch_refusal(kind, reader, imports)
+    torch_ok = clean and refusal is None
+    loaders: tuple[str, ...] = ()
+    if clean:
+        loaders = ("torch.load(weights_only=True)",) if torch_ok else (LOADERS.get(kind, "pickle.load"),)
+    return PickleVerdict(
+        kind=kind,
+        weights_only=clean and not rebuilds,
+        imports=imports,
+        unsafe=unsafe,
+        problem=problem,
+        torch_weights_only=torch_ok,
+        name=name,
+        data_only=clean and bool(rebuilds),
+        rebuilds=rebuilds,
+        loaders=loaders,
+        torch_refusal=refusal,
+    )
+
+
+def _torch_refusal(kind: str, reader: Reader, imports: tuple[Global, ...]) -> str | None:
+    # What torch.load(weights_only=True) (torch 2.13) would stop at, first found first.
+    if kind == "torch-tar":
+        return "it refuses the legacy tar form"
+    if kind not in TORCH_KINDS:
+        return "not a torch.save file"
+    missing = sorted(reader.opcodes() - TORCH_OPCODES)
+    if missing:
+        listed = ", ".join(missing[:_NAMED])
+        return f"its weights-only unpickler does not support the {listed} opcode" + ("s" if len(missing) > 1 else "")
+    for rec, g in zip(reader.imports, imports, strict=True):
+        if rec.renamed:
+            return f"it does not map the Python 2 name of {g.qualname}"
+        if not torch_allows(g.module, g.name):
+            return f"{g.qualname} is not on its allowlist"
+    return None
 
 
 def _unsafe_phrase(unsafe: tuple[Global, ...]) -> str:

@@ -368,7 +368,8 @@ def _pickle_other(path: str, size: int, verdict: PickleVerdict, siblings: Collec
         note = f"; a safetensors copy is here ({copy}): prefer it" if copy is not None else ""
         out.add("pickle-weights-only", f"{what}: {verdict.message()}{note}", None)
     else:
-        out.add("pickle-file", f"{what}: {verdict.message()}{pickle_advice(name, siblings)}", None)
+        slug = "pickle-data-only" if verdict.data_only else "pickle-file"
+        out.add(slug, f"{what}: {verdict.message()}{pickle_advice(name, siblings)}", None)
     return Other(path, "pickle", size, tuple(out.findings), pickle_json(verdict))
 
 
