@@ -754,9 +754,10 @@ def _picklescan() -> list[Recipe]:
             Plain(b"cmod\n\xf8\n"),
             "a GLOBAL of module 'mod', name b'\\xf8' (not UTF-8), then the end",
             "safe",
-            "error",
-            "the file's first byte is GLOBAL, so torch.load and pickle.load unpickle it (they fail decoding the "
-            "name, before any import); stcheck cannot read it to STOP and refuses it rather than call it clean",
+            "clean",
+            "the file's first byte is GLOBAL, so torch.load and pickle.load unpickle it, but both fail decoding "
+            "the name, before any import: pickle cannot call what it has not imported, so no code runs. A .bin "
+            "is judged by its content (raw OpenVINO/GGML weights share the suffix): no finding",
         ),
         _r(
             "pytorch_model_legacy",

@@ -162,7 +162,14 @@ class _Views:
     # -- the containers ----------------------------------------------------------
     def _zip(self, *, torch: bool) -> None:
         self.seen.archive = "zip"
-        archive = _zip.open_zip(self.buf)
+        try:
+            archive = _zip.open_zip(self.buf)
+        except ArchiveError:
+            # torch.load's miniz, or another tool, may still read a .pkl the
+            # refused archive names: its refusal is an error, not "unreadable".
+            if torch and _zip.names_a_pickle(self.buf):
+                self._found("torch-zip")
+            raise
         self.seen.escapes.extend(m.name for m in archive.members if m.escapes)
         pickles = [m for m in archive.members if torch and m.name.lower().endswith(".pkl")]
         for m in pickles:

@@ -26,8 +26,9 @@ _OTHER_ARCHIVES: Final = (
     (b"Rar!\x1a\x07", "a RAR archive"),
 )
 # Zip-based formats that are read by their own checks, not as model pickles.
-# (A .zip is plainly an archive by its name: listed as one, not warned about.)
-_OWN_ZIPS: Final = (".keras", ".zip")
+# A plain .zip is not among them: its members are not vetted, so it is
+# warned about (ST708) like any archive stcheck does not read.
+_OWN_ZIPS: Final = (".keras",)
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,6 @@ def judge(buf: Buffer, name: str) -> Judged:
         if head.startswith(magic):
             unread.append(f"{what}: its members were not read")
     low = os.path.basename(name).lower()  # noqa: PTH119 - paths are str in this package
-    if seen.archive == "zip" and seen.kind is None and not unread and not low.endswith(_OWN_ZIPS):
+    if seen.archive == "zip" and seen.kind is None and not (unread or seen.unread) and not low.endswith(_OWN_ZIPS):
         unread.append("a ZIP archive that no model loader reads: its members were not read")
     return Judged(seen.pickled or (named and raised), (*unread, *seen.unread), tuple(seen.escapes))

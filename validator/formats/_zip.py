@@ -265,6 +265,30 @@ def _decoder(buf: Buffer, m: Member) -> tuple[Decoder, int]:
     return Decoder(lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=chain)), m.start + 4 + n
 
 
+def names_a_pickle(buf: Buffer) -> bool:
+    """Whether any directory entry or local header in ``buf`` names a ``.pkl``.
+
+    For an archive open_zip refused: the readers it stands in for might still
+    find a pickle in it (miniz reads names from the directory, a tool that
+    walks local headers from those), so its refusal cannot be a clean verdict.
+    """
+    for count, hit in enumerate(_SIGNATURES.finditer(buf)):  # type: ignore[call-overload]  # mmap is a buffer
+        if count >= 2 * MAX_MEMBERS:
+            return True  # too many to look at: assume the worst
+        at = hit.start()
+        layout, name_field = (_CENTRAL, 10) if hit.group() == _SIG_CENTRAL else (_LOCAL, 9)
+        if at + layout.size > len(buf):
+            continue
+        n = layout.unpack_from(buf, at)[name_field]
+        name = bytes(buf[at + layout.size : at + layout.size + n]).lower()
+        if name.endswith(b".pkl") or name.split(b"\x00", 1)[0].endswith(b".pkl"):  # zipfile cuts at a NUL
+            return True
+    return False
+
+
+_SIGNATURES: Final = re.compile(re.escape(_SIG_CENTRAL) + b"|" + re.escape(SIG_LOCAL))
+
+
 def member_bytes(buf: Buffer, m: Member, *, limit: int | None = None) -> bytes:
     """A member's content: whole (CRC checked), or its first ``limit`` bytes.
 
