@@ -49,7 +49,8 @@ _COMPRESSED = (".gz", ".gzip", ".bz2", ".xz", ".lzma", ".z")
 _ZF_MEMBER = (
     "joblib < 0.10's ZF form (a zlib stream after a 'ZF' header) of raw array bytes, the data that "
     "the sibling .gz file's ZNDArrayWrapper reads; alone, joblib.load inflates it and unpickles the "
-    "array bytes, which start with 0x00: UnpicklingError before any global (stcheck: unknown opcode 0x00)"
+    "array bytes, which start with 0x00: KeyError 0 in pickle's opcode table before any global "
+    "(stcheck: unknown opcode 0x00 at byte 0)"
 )
 UNREADABLE: dict[str, str] = {
     f"joblib/test/data/joblib_0.9.4.dev0_compressed_cache_size_pickle_py35_np19.gz_0{i}.npy.z": _ZF_MEMBER
