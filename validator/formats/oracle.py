@@ -733,6 +733,16 @@ class Disagreement:
     reproducer: str | None = None
 
 
+# Which loader keeps ST705's promise, by the container stcheck read: torch.load
+# itself for its own containers; for a bare stream, torch's weights-only
+# Unpickler on it (with the storages torch.load would supply).
+_PROMISE_LOADER: Final = {
+    "torch-zip": "torch-weights-only",
+    "torch-legacy": "torch-weights-only",
+    "pickle": "torch-weights-only-unpickler",
+}
+
+
 def judge(name: str, said: Claims, outcome: Outcome) -> list[Disagreement]:
     """Every disagreement between stcheck's claims about a file and the loaders' runs on it."""
     found: list[Disagreement] = []
@@ -751,7 +761,9 @@ def judge(name: str, said: Claims, outcome: Outcome) -> list[Disagreement]:
         if not promised:
             continue
         kind = said.container if what == "broken-promise" else said.reader_kind
-        loader = "torch-weights-only" if kind in {"torch-zip", "torch-legacy"} else "torch-weights-only-unpickler"
+        loader = _PROMISE_LOADER.get(kind or "")
+        if loader is None:  # a container torch.load does not read (npy, npz, joblib): its message names no torch.load
+            continue
         answer = outcome.run(loader)
         if answer is not None and answer.status not in {OK, UNAVAILABLE}:
             found.append(Disagreement(what, name, loader, f"{answer.status}: {answer.detail}"))
@@ -777,8 +789,7 @@ def save_reproducer(
 ) -> str:
     """Write ``data`` as ``<what>-<sha1>-<name>`` under ``out``, with a ``.json`` of the claims and runs beside it."""
     digest = hashlib.sha1(data).hexdigest()[:12]  # noqa: S324 - a name, not a security boundary
-    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in name)[-60:] or "input"
-    target = Path(out) / f"{found[0].what}-{digest}-{safe}"
+    target = Path(out) / f"{found[0].what}-{digest}-{_safe(name)}"
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(data)
     record = {
@@ -796,7 +807,12 @@ def save_reproducer(
 
 @dataclass
 class CampaignStats:
-    """What a campaign did: inputs judged, how fast, and what disagreed."""
+    """What a campaign did: inputs judged, how fast, and what disagreed.
+
+    ``classes`` counts disagreements by class (what, loader, stcheck's kind,
+    container and codes, the file's magic); ``disagreements`` keeps the
+    first few of each class, with their reproducers.
+    """
 
     inputs: int = 0
     seconds: float = 0.0
@@ -804,18 +820,29 @@ class CampaignStats:
     refused: int = 0  # inputs on which some loader was stopped at a global
     restarts: int = 0
     disagreements: list[Disagreement] = dataclasses.field(default_factory=list)
+    classes: dict[str, int] = dataclasses.field(default_factory=dict)
 
     @property
     def rate(self) -> float:
         """Inputs judged per second."""
         return self.inputs / self.seconds if self.seconds else 0.0
 
+    @property
+    def total(self) -> int:
+        """Every disagreement seen, saved or not."""
+        return sum(self.classes.values())
+
     def line(self) -> str:
         """One progress line."""
         return (
             f"[oracle] {self.seconds:7.0f}s  inputs {self.inputs}  ({self.rate:.1f}/s)  corpus {self.corpus}  "
-            f"refused {self.refused}  restarts {self.restarts}  disagreements {len(self.disagreements)}"
+            f"refused {self.refused}  restarts {self.restarts}  disagreements {self.total} "
+            f"in {len(self.classes)} classes"
         )
+
+
+# Reproducers kept per class of disagreement in a mutating campaign.
+_PER_CLASS: Final = 3
 
 
 def _signature(said: Claims, outcome: Outcome) -> tuple[object, ...]:
@@ -830,6 +857,14 @@ def _signature(said: Claims, outcome: Outcome) -> tuple[object, ...]:
         said.reader_clean,
         tuple((r.loader, r.status, r.globals[:4], r.detail.split(":")[0][:40]) for r in outcome.runs),
     )
+
+
+def _class(d: Disagreement, said: Claims, data: bytes) -> str:
+    from validator.fuzz.pickle_mutator import magic  # noqa: PLC0415
+
+    codes = ",".join(said.codes) or "none"
+    container = said.container or said.reader_kind
+    return f"{d.what} {d.loader} kind={said.kind} container={container} codes={codes} magic={magic(data)}"
 
 
 def campaign(
@@ -847,7 +882,9 @@ def campaign(
 
     ``seeds`` are (file name, bytes) pairs; the name's extension is what
     stcheck's dispatch sees.  With ``mutate=False`` only the seeds are judged
-    (the replay CI runs).
+    (the replay CI runs) and every disagreement keeps its reproducer; a
+    mutating campaign keeps the first few of each class, and writes the
+    inputs it adds to its corpus under ``out/corpus`` as it goes.
     """
     import random  # noqa: PLC0415
 
@@ -856,10 +893,12 @@ def campaign(
     rng = random.Random(rng_seed)  # noqa: S311 - fuzzing, not cryptography
     stats = CampaignStats()
     corpus = list(seeds)
+    known = {hashlib.sha1(d).digest() for _, d in corpus}  # noqa: S324 - identity, not security
     signatures: set[tuple[object, ...]] = set()
     own = oracle is None
     runner = oracle if oracle is not None else Oracle(timeout=5.0)
     work = Path(tempfile.mkdtemp(prefix="stcheck-oracle-inputs-"))
+    corpus_dir = Path(out) / "corpus"
     start = last = time.monotonic()
     try:
         runner._start()  # noqa: SLF001 - start the zygote before the clock matters
@@ -873,14 +912,16 @@ def campaign(
                 name, data = mutate_named(parent_name, parent, rng, corpus)
             else:
                 break
-            found, sig, refused = _judge_one(runner, work, name, data, out)
+            said, outcome = _judge_one(runner, work, name, data)
             stats.inputs += 1
-            stats.refused += refused
-            stats.disagreements.extend(found)
+            stats.refused += bool(outcome.refused)
+            found = judge(name, said, outcome)
+            if found:
+                _keep(stats, found, said=said, outcome=outcome, data=data, name=name, out=out, keep_all=not mutate)
+            sig = _signature(said, outcome)
             if sig not in signatures:
                 signatures.add(sig)
-                if (name, data) not in corpus:
-                    corpus.append((name, data))
+                _grow(corpus, known, corpus_dir, name, data)
             if log is not None and time.monotonic() - last >= interval:
                 last = time.monotonic()
                 stats.seconds, stats.corpus, stats.restarts = last - start, len(corpus), runner.restarts
@@ -892,31 +933,49 @@ def campaign(
         if own:
             runner.close()
         shutil.rmtree(work, ignore_errors=True)
-    corpus_dir = Path(out) / "corpus"
-    if mutate:
-        corpus_dir.mkdir(parents=True, exist_ok=True)
-        for name, data in corpus:
-            digest = hashlib.sha1(data).hexdigest()[:12]  # noqa: S324
-            (corpus_dir / f"{digest}-{os.path.basename(name)}").write_bytes(data)
     return stats
 
 
-def _judge_one(
-    runner: Oracle, work: Path, name: str, data: bytes, out: str | os.PathLike[str]
-) -> tuple[list[Disagreement], tuple[object, ...], int]:
+def _keep(
+    stats: CampaignStats,
+    found: list[Disagreement],
+    *,
+    said: Claims,
+    outcome: Outcome,
+    data: bytes,
+    name: str,
+    out: str | os.PathLike[str],
+    keep_all: bool,
+) -> None:
+    labels = [_class(d, said, data) for d in found]
+    fresh = keep_all or any(stats.classes.get(label, 0) < _PER_CLASS for label in labels)
+    for label in labels:
+        stats.classes[label] = stats.classes.get(label, 0) + 1
+    if fresh:
+        where = Path(out) / "findings"
+        saved = save_reproducer(data, os.path.basename(name), where, said=said, outcome=outcome, found=found)
+        stats.disagreements.extend(dataclasses.replace(d, reproducer=saved) for d in found)
+
+
+def _grow(corpus: list[tuple[str, bytes]], known: set[bytes], folder: Path, name: str, data: bytes) -> None:
+    digest = hashlib.sha1(data).digest()  # noqa: S324 - identity, not security
+    if digest not in known:
+        known.add(digest)
+        corpus.append((name, data))
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{digest.hex()[:12]}-{_safe(name)}").write_bytes(data)
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in os.path.basename(name))[-60:] or "input"
+
+
+def _judge_one(runner: Oracle, work: Path, name: str, data: bytes) -> tuple[Claims, Outcome]:
     folder = Path(tempfile.mkdtemp(dir=work))
-    path = folder / (os.path.basename(name) or "input")
+    path = folder / _safe(name)
     try:
         path.write_bytes(data)
-        said = claims(path)
-        outcome = runner.run(path)
-        found = judge(name, said, outcome)
-        if found:
-            saved = save_reproducer(
-                data, os.path.basename(name), Path(out) / "findings", said=said, outcome=outcome, found=found
-            )
-            found = [dataclasses.replace(d, reproducer=saved) for d in found]
-        return found, _signature(said, outcome), int(bool(outcome.refused))
+        return claims(path), runner.run(path)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -982,9 +1041,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         mutate=not args.replay,
     )
     _say(stats.line())
+    for label, count in sorted(stats.classes.items()):
+        _say(f"  {count:6d}  {label}")
     for d in stats.disagreements:
-        _say(f"  {d.what} {d.name} {d.loader}: {d.detail} -> {d.reproducer}")
-    return 1 if stats.disagreements else 0
+        _say(f"  {d.what} {d.name} {d.loader}: {d.detail[:160]} -> {d.reproducer}")
+    summary = {
+        "inputs": stats.inputs,
+        "seconds": round(stats.seconds, 1),
+        "rate": round(stats.rate, 2),
+        "corpus": stats.corpus,
+        "refused": stats.refused,
+        "restarts": stats.restarts,
+        "classes": stats.classes,
+        "reproducers": sorted({d.reproducer for d in stats.disagreements if d.reproducer}),
+    }
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    (Path(args.out) / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    return 1 if stats.classes else 0
 
 
 def _say(line: str) -> None:

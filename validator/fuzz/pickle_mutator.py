@@ -42,6 +42,7 @@ __all__ = [
     "Op",
     "assemble",
     "disassemble",
+    "magic",
     "mutate_named",
     "mutate_stream",
     "seed_files",
@@ -660,7 +661,11 @@ _NAMES: Final = (
 )
 
 
-def _kind(data: bytes) -> str:
+def magic(data: bytes) -> str:
+    """The container ``data`` starts with, by its magic.
+
+    One of zip, npy, gzip, bz2, xz, lzma, joblib-zf, zlib, tar or pickle.
+    """
     if data.startswith((b"PK\x03\x04", b"PK\x05\x06")):
         return "zip"
     if data.startswith(b"\x93NUMPY"):
@@ -888,7 +893,7 @@ def mutate_named(
 
 
 def _mutate_inner(data: bytes, rng: random.Random, splice: Sequence[bytes], depth: int) -> bytes:
-    kind = _kind(data)
+    kind = magic(data)
     if kind == "zip":
         return _mutate_zip(data, rng, splice)
     if kind == "npy":
