@@ -224,7 +224,12 @@ def _stop(watch: _Watch, status: str, detail: str, code: int) -> None:
 
 
 def _record(watch: _Watch, status: str, detail: str) -> dict[str, Any]:
-    return {"loader": watch.loader, "status": status, "globals": [list(p) for p in watch.seen], "detail": detail}
+    return {"loader": watch.loader, "status": status, "globals": [list(p) for p in watch.seen], "detail": _clip(detail)}
+
+
+def _clip(text: str) -> str:
+    # torch's refusals open with a long preamble and name the cause at the end.
+    return text if len(text) <= _DETAIL else f"{text[: _DETAIL // 3]} ... {text[-2 * _DETAIL // 3 :]}"
 
 
 def _load(loader: str, path: str) -> None:
@@ -313,7 +318,7 @@ def _child(watch: _Watch, write_fd: int, path: str, loaders: list[str], *, memor
         try:
             _load(loader, path)
         except BaseException as exc:  # noqa: BLE001 - any failure of the loader is its answer
-            out.write(json.dumps(_record(watch, ERROR, f"{type(exc).__name__}: {exc}"[:_DETAIL])) + "\n")
+            out.write(json.dumps(_record(watch, ERROR, f"{type(exc).__name__}: {exc}")) + "\n")
         else:
             out.write(json.dumps(_record(watch, OK, "")) + "\n")
         out.flush()
@@ -771,10 +776,17 @@ def judge(name: str, said: Claims, outcome: Outcome) -> list[Disagreement]:
 
 
 def check(
-    path: str | os.PathLike[str], oracle: Oracle, out: str | os.PathLike[str] | None = None
+    path: str | os.PathLike[str],
+    oracle: Oracle,
+    out: str | os.PathLike[str] | None = None,
+    *,
+    said: Claims | None = None,
 ) -> list[Disagreement]:
-    """stcheck's claims about ``path`` judged by the real loaders; each disagreement's file saved under ``out``."""
-    said = claims(path)
+    """stcheck's claims about ``path`` judged by the real loaders; each disagreement's file saved under ``out``.
+
+    ``said`` replaces stcheck's claims (to test the check itself).
+    """
+    said = claims(path) if said is None else said
     outcome = oracle.run(path)
     name = os.path.basename(str(path))
     found = judge(name, said, outcome)
@@ -881,7 +893,8 @@ def campaign(
     """Judge every seed, then mutated inputs until ``seconds`` pass; disagreements go under ``out``.
 
     ``seeds`` are (file name, bytes) pairs; the name's extension is what
-    stcheck's dispatch sees.  With ``mutate=False`` only the seeds are judged
+    stcheck's dispatch sees.  Every seed is judged first, whatever
+    ``seconds`` says.  With ``mutate=False`` only the seeds are judged
     (the replay CI runs) and every disagreement keeps its reproducer; a
     mutating campaign keeps the first few of each class, and writes the
     inputs it adds to its corpus under ``out/corpus`` as it goes.
@@ -904,10 +917,9 @@ def campaign(
         runner._start()  # noqa: SLF001 - start the zygote before the clock matters
         queue = list(corpus)
         while True:
-            late = time.monotonic() - start >= seconds
-            if queue and not (mutate and late):
+            if queue:  # every seed is judged, however short the campaign
                 name, data = queue.pop(0)
-            elif mutate and not late:
+            elif mutate and time.monotonic() - start < seconds:
                 parent_name, parent = rng.choice(corpus)
                 name, data = mutate_named(parent_name, parent, rng, corpus)
             else:

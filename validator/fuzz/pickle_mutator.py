@@ -194,7 +194,8 @@ def _arg_end(data: bytes, at: int, layout: str) -> int | None:
 
 
 def assemble(ops: Sequence[Op], *, frames: bool = False) -> bytes:
-    """The stream of ``ops``; with ``frames``, each FRAME's length is set to the bytes up to the next FRAME or STOP."""
+    """The stream of ``ops``; with ``frames``, each FRAME's length is set to the bytes up to the next FRAME, or to
+    the STOP included."""
     if not frames:
         return b"".join(op.encode() for op in ops)
     out = bytearray()
@@ -203,10 +204,10 @@ def assemble(ops: Sequence[Op], *, frames: bool = False) -> bytes:
         if op.code == _BY_NAME["FRAME"]:
             _close(out, frame_at)
             frame_at = len(out)
-        if op.code == _BY_NAME["STOP"]:
+        out += op.encode()
+        if op.code == _BY_NAME["STOP"]:  # pickle's last frame holds the STOP
             _close(out, frame_at)
             frame_at = None
-        out += op.encode()
     _close(out, frame_at)
     return bytes(out)
 
