@@ -488,12 +488,17 @@ class Outcome:
         return tuple(r for r in self.runs if r.refused)
 
 
+# Words in a table's name that say it lists what is refused, not allowed.
+_NOT_ALLOWING: Final = ("DENY", "DISALLOW", "UNSAFE", "BLOCK", "REFUS", "NOT_", "BAD")
+
+
 def allowed_globals() -> frozenset[tuple[str, str]]:
     """stcheck's allowlists as (module, name) pairs: ALLOWED plus a data-only tier, when one exists.
 
     The data tier is any table in stcheck's allowlist modules whose name says
     it allows (``*ALLOW*`` or ``*DATA*``, never ``*DENY*``/``*UNSAFE*``) and
-    whose keys or items are (module, name) pairs.
+    whose keys or items are (module, name) pairs.  (A tier kept elsewhere
+    is passed to ``Oracle(allowed=...)``.)
     """
     import importlib  # noqa: PLC0415
 
@@ -505,7 +510,7 @@ def allowed_globals() -> frozenset[tuple[str, str]]:
             continue
         for attr, value in vars(module).items():
             upper = attr.upper()
-            if not ("ALLOW" in upper or "DATA" in upper) or any(w in upper for w in ("DENY", "UNSAFE", "BLOCK")):
+            if not ("ALLOW" in upper or "DATA" in upper) or any(w in upper for w in _NOT_ALLOWING):
                 continue
             if isinstance(value, (dict, frozenset, set)) or hasattr(value, "keys"):
                 pairs.update(

@@ -638,9 +638,10 @@ _COMPRESSORS: Final[dict[str, tuple[Callable[[bytes], bytes], Callable[[bytes], 
     "xz": (lzma.compress, lzma.decompress),
     "lzma": (lambda b: lzma.compress(b, format=lzma.FORMAT_ALONE), lzma.decompress),
     "zlib": (zlib.compress, zlib.decompress),
+    # joblib's old format (numpy_pickle_compat): "ZF", the length in hex padded to 19, zlib.
     "joblib-zf": (
-        lambda b: b"ZF0x" + format(len(b), "x").encode() + b" " * 14 + zlib.compress(b),
-        lambda b: zlib.decompress(b[b.index(b"x", 0, 8) + 1 :].lstrip(b"0123456789abcdef ")),
+        lambda b: b"ZF" + f"{len(b):#x}".ljust(19).encode() + zlib.compress(b),
+        lambda b: zlib.decompress(b[21:]),
     ),
 }
 _NAMES: Final = (
@@ -680,7 +681,7 @@ def magic(data: bytes) -> str:
     if data.startswith(b"\x5d\x00\x00"):
         return "lzma"
     if data.startswith(b"ZF0x"):
-        return "joblib-zf"
+        return "joblib-zf"  # joblib's old zlib format
     if data.startswith(b"x") and len(data) > 2 and (data[0] * 256 + data[1]) % 31 == 0:
         return "zlib"
     if len(data) >= 512 and _tar_checksum_ok(data):
@@ -1036,6 +1037,7 @@ def _hostile_seeds() -> dict[str, bytes]:
         "n_lzma_call.joblib": lzma.compress(stream([*cwd, op("NONE")]), format=lzma.FORMAT_ALONE),
         "n_joblib_zf_call.joblib": _COMPRESSORS["joblib-zf"][0](stream([*cwd, op("NONE")])),
         "n_joblib_zlib_call.joblib": zlib.compress(stream([*cwd, op("NONE")])),
+        "n_joblib_zf_call_named.bin": _COMPRESSORS["joblib-zf"][0](stream([*cwd, op("NONE")])),
     }
 
 
