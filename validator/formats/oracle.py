@@ -66,6 +66,7 @@ __all__ = [
     "LoaderRun",
     "Oracle",
     "Outcome",
+    "Ticket",
     "allowed_globals",
     "campaign",
     "check",
@@ -628,25 +629,51 @@ class Oracle:
 
     def run(self, path: str | os.PathLike[str], loaders: Sequence[str] = LOADERS) -> Outcome:
         """Every loader in ``loaders`` on the file at ``path``, in a fork each (a fresh one after an abort)."""
+        return self.collect(self.submit(path, loaders))
+
+    def submit(self, path: str | os.PathLike[str], loaders: Sequence[str] = LOADERS) -> Ticket:
+        """Start the loaders on ``path`` and return at once (``collect`` waits for them).
+
+        One file at a time: collect a ticket before submitting the next.
+        The caller's own work between the two overlaps the loaders'.
+        """
         where = os.path.realpath(path)
-        for attempt in range(2):
-            proc = self._start()
-            assert proc.stdin is not None
-            self._count += 1
-            try:
-                proc.stdin.write(json.dumps({"id": self._count, "path": where, "loaders": list(loaders)}) + "\n")
-                proc.stdin.flush()
-            except OSError:
-                reply = None
-            else:
-                reply = self._reply(proc, self.timeout * (len(loaders) + 1) + 30)
-            if reply is not None and reply.get("id") == self._count:
-                return Outcome(where, tuple(_run(r) for r in reply["runs"]))
+        proc = self._start()
+        assert proc.stdin is not None
+        self._count += 1
+        try:
+            proc.stdin.write(json.dumps({"id": self._count, "path": where, "loaders": list(loaders)}) + "\n")
+            proc.stdin.flush()
+        except OSError:
+            return Ticket(self._count, where, tuple(loaders), sent=False)
+        return Ticket(self._count, where, tuple(loaders), sent=True)
+
+    def collect(self, ticket: Ticket, *, retry: bool = True) -> Outcome:
+        """The outcome of a submitted file; a zygote that died or lost step is restarted and the file run again."""
+        proc = self._proc
+        reply = None
+        if ticket.sent and proc is not None:
+            reply = self._reply(proc, self.timeout * (len(ticket.loaders) + 1) + 30)
+        if reply is not None and reply.get("id") == ticket.id:
+            return Outcome(ticket.path, tuple(_run(r) for r in reply["runs"]))
+        if proc is not None:
             proc.kill()
             proc.wait()
-            if attempt:
-                break
-        return Outcome(where, tuple(LoaderRun(ld, CRASHED, (), "the loader process died") for ld in loaders))
+        if retry:
+            return self.collect(self.submit(ticket.path, ticket.loaders), retry=False)
+        return Outcome(
+            ticket.path, tuple(LoaderRun(ld, CRASHED, (), "the loader process died") for ld in ticket.loaders)
+        )
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """A file handed to the oracle's loaders, to collect."""
+
+    id: int
+    path: str
+    loaders: tuple[str, ...]
+    sent: bool
 
 
 def _run(item: dict[str, Any]) -> LoaderRun:
@@ -992,7 +1019,9 @@ def _judge_one(runner: Oracle, work: Path, name: str, data: bytes) -> tuple[Clai
     path = folder / _safe(name)
     try:
         path.write_bytes(data)
-        return claims(path), runner.run(path)
+        ticket = runner.submit(path)  # the loaders run while stcheck reads the same file
+        said = claims(path)
+        return said, runner.collect(ticket)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
