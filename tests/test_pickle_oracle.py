@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import io
 import json
+import os
 import pickle
 import random
 import struct
@@ -233,6 +234,24 @@ def test_the_event_fence_stops_a_call_the_allowlist_let_through(tmp_path):
             run = lax.run(tmp_path / name, ["pickle"]).run("pickle")
             assert run.status == REFUSED_EVENT, run
     assert not marker.exists()
+
+
+@pytest.mark.slow
+def test_a_loader_that_hangs_is_stopped_at_its_deadline(tmp_path):
+    fifo = tmp_path / "model.pkl"
+    os.mkfifo(fifo)  # open() blocks until a writer comes: none does
+    with Oracle(timeout=1.0) as quick:
+        outcome = quick.run(fifo, ["pickle", "numpy"])
+        assert [(r.loader, r.status) for r in outcome.runs] == [("pickle", "timeout"), ("numpy", "timeout")]
+        assert quick.run(SEEDS / "y_memo_put_get.pkl", ["pickle"]).run("pickle").status == "ok"
+
+
+@pytest.mark.slow
+def test_an_allocation_past_the_memory_limit_fails_in_the_loader(oracle, tmp_path):
+    path = tmp_path / "big.pkl"
+    path.write_bytes(b"\x80\x02c__builtin__\nbytearray\n(\x8a\x06\x00\x00\x00\x00\x00\x04tR.")  # bytearray(2**42)
+    run = oracle.run(path, ["pickle"]).run("pickle")
+    assert (run.status, run.detail) == ("error", "MemoryError: ")
 
 
 @pytest.mark.slow
