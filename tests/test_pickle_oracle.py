@@ -292,6 +292,23 @@ def test_a_broken_torch_promise_is_a_finding(oracle, tmp_path):
 
 
 @pytest.mark.slow
+def test_malformed_data_that_no_torch_load_reads_breaks_no_promise(oracle, tmp_path):
+    import torch
+
+    buf = io.BytesIO()
+    torch.save({"w": torch.arange(4.0)}, buf)
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(buf.getvalue())) as src, zipfile.ZipFile(out, "w") as dst:
+        for info in src.infolist():  # the storage cut to 4 of its 16 bytes
+            dst.writestr(info.filename, src.read(info)[:4] if info.filename.endswith("data/0") else src.read(info))
+    path = tmp_path / "short.pt"
+    path.write_bytes(out.getvalue())
+    outcome = oracle.run(path)
+    assert outcome.run("torch").status == outcome.run("torch-weights-only").status == "error"
+    assert judge(path.name, _clean_claims(container="torch-zip", torch_promise=True), outcome) == []
+
+
+@pytest.mark.slow
 def test_a_kept_promise_and_a_true_clean_are_no_findings(oracle, tmp_path):
     paths = _benign(tmp_path)
     said = _clean_claims(container="torch-zip", torch_promise=True, reader_clean=True)

@@ -230,6 +230,7 @@ def _record(watch: _Watch, status: str, detail: str) -> dict[str, Any]:
 
 def _clip(text: str) -> str:
     # torch's refusals open with a long preamble and name the cause at the end.
+    text = " ".join(text.split())
     return text if len(text) <= _DETAIL else f"{text[: _DETAIL // 3]} ... {text[-2 * _DETAIL // 3 :]}"
 
 
@@ -780,6 +781,23 @@ _PROMISE_LOADER: Final = {
 }
 
 
+# The loader that reads the same bytes without weights_only's restrictions.
+_PROMISE_PEER: Final = {"torch-weights-only": "torch", "torch-weights-only-unpickler": "pickle"}
+
+
+def _breaks_promise(answer: LoaderRun, peer: LoaderRun | None) -> bool:
+    # A promise that weights_only=True loads the file is broken when torch's
+    # restricted unpickler refuses it (torch raises UnpicklingError, wrapped
+    # in "Weights only load failed" by torch.load), or when the unrestricted
+    # loader loads it and the restricted one does not.  A file both fail on
+    # alike (a tensor whose sizes do not fit its storage) is malformed data,
+    # which no promise about weights_only covers.
+    if answer.status in {OK, UNAVAILABLE}:
+        return False
+    refused = answer.status != ERROR or answer.detail.startswith("UnpicklingError")
+    return refused or (peer is not None and peer.status == OK)
+
+
 def judge(name: str, said: Claims, outcome: Outcome) -> list[Disagreement]:
     """Every disagreement between stcheck's claims about a file and the loaders' runs on it."""
     found: list[Disagreement] = []
@@ -802,7 +820,7 @@ def judge(name: str, said: Claims, outcome: Outcome) -> list[Disagreement]:
         if loader is None:  # a container torch.load does not read (npy, npz, joblib): its message names no torch.load
             continue
         answer = outcome.run(loader)
-        if answer is not None and answer.status not in {OK, UNAVAILABLE}:
+        if answer is not None and _breaks_promise(answer, outcome.run(_PROMISE_PEER[loader])):
             found.append(Disagreement(what, name, loader, f"{answer.status}: {answer.detail}"))
     return found
 
