@@ -36,6 +36,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import random
 import select
 import shutil
 import signal
@@ -46,8 +47,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final
-
-from typing_extensions import Self
 
 try:
     import resource
@@ -552,7 +551,7 @@ class Oracle:
         self._count = 0
         self._home = tempfile.mkdtemp(prefix="stcheck-oracle-home-")
 
-    def __enter__(self) -> Self:
+    def __enter__(self) -> Oracle:  # noqa: PYI034 - typing_extensions.Self is not a dependency
         self._start()
         return self
 
@@ -881,6 +880,7 @@ class CampaignStats:
     corpus: int = 0
     refused: int = 0  # inputs on which some loader was stopped at a global
     restarts: int = 0
+    mutator_errors: int = 0  # parents on which the mutator raised (saved as findings/mutator-*)
     disagreements: list[Disagreement] = dataclasses.field(default_factory=list)
     classes: dict[str, int] = dataclasses.field(default_factory=dict)
 
@@ -900,6 +900,7 @@ class CampaignStats:
             f"[oracle] {self.seconds:7.0f}s  inputs {self.inputs}  ({self.rate:.1f}/s)  corpus {self.corpus}  "
             f"refused {self.refused}  restarts {self.restarts}  disagreements {self.total} "
             f"in {len(self.classes)} classes"
+            + (f"  mutator errors {self.mutator_errors}" if self.mutator_errors else "")
         )
 
 
@@ -949,10 +950,6 @@ def campaign(
     mutating campaign keeps the first few of each class, and writes the
     inputs it adds to its corpus under ``out/corpus`` as it goes.
     """
-    import random  # noqa: PLC0415
-
-    from validator.fuzz.pickle_mutator import mutate_named  # noqa: PLC0415
-
     rng = random.Random(rng_seed)  # noqa: S311 - fuzzing, not cryptography
     stats = CampaignStats()
     corpus = list(seeds)
@@ -970,8 +967,10 @@ def campaign(
             if queue:  # every seed is judged, however short the campaign
                 name, data = queue.pop(0)
             elif mutate and time.monotonic() - start < seconds:
-                parent_name, parent = rng.choice(corpus)
-                name, data = mutate_named(parent_name, parent, rng, corpus)
+                mutant = _mutant(rng, corpus, stats, out)
+                if mutant is None:
+                    continue
+                name, data = mutant
             else:
                 break
             said, outcome = _judge_one(runner, work, name, data)
@@ -996,6 +995,22 @@ def campaign(
             runner.close()
         shutil.rmtree(work, ignore_errors=True)
     return stats
+
+
+def _mutant(
+    rng: random.Random, corpus: list[tuple[str, bytes]], stats: CampaignStats, out: str | os.PathLike[str]
+) -> tuple[str, bytes] | None:
+    from validator.fuzz.pickle_mutator import mutate_named  # noqa: PLC0415
+
+    parent_name, parent = rng.choice(corpus)
+    try:
+        return mutate_named(parent_name, parent, rng, corpus)
+    except Exception as exc:  # noqa: BLE001 - a mutator bug is kept as a finding; the campaign goes on
+        stats.mutator_errors += 1
+        where = Path(out) / "findings" / f"mutator-{type(exc).__name__}-{_safe(parent_name)}"
+        where.parent.mkdir(parents=True, exist_ok=True)
+        where.write_bytes(parent)
+        return None
 
 
 def _keep(

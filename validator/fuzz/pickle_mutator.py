@@ -451,11 +451,11 @@ def _memo_respell(ops: list[Op], rng: random.Random) -> None:
             op("LONG_BINPUT", struct.pack("<I", index & 0xFFFFFFFF)),
             op("MEMOIZE"),
         ]
-        if index < 256:
+        if 0 <= index < 256:
             choices.append(op("BINPUT", bytes([index])))
     else:
         choices = [op("GET", str(index).encode() + b"\n"), op("LONG_BINGET", struct.pack("<I", index & 0xFFFFFFFF))]
-        if index < 256:
+        if 0 <= index < 256:
             choices.append(op("BINGET", bytes([index])))
     ops[i] = rng.choice(choices)
 
