@@ -157,7 +157,6 @@ class _Watch:
     out: IO[str] | None = None  # the channel to the zygote, in a loader process
     loader: str = ""
     seen: list[tuple[str, str]] = dataclasses.field(default_factory=list)
-    done: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
 
 _WATCH: _Watch | None = None
@@ -207,9 +206,10 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
     if event == "pickle.find_class":
         module, name = (args[0], args[1]) if len(args) == 2 else ("?", "?")
         pair = (module if isinstance(module, str) else repr(module), name if isinstance(name, str) else repr(name))
-        if pair not in watch.seen and len(watch.seen) < _MAX_SEEN:
+        refused = pair not in watch.allowed and _fixed(*pair) not in watch.allowed
+        if pair not in watch.seen and (len(watch.seen) < _MAX_SEEN or refused):
             watch.seen.append(pair)
-        if pair not in watch.allowed and _fixed(*pair) not in watch.allowed:
+        if refused:
             _stop(watch, REFUSED_GLOBAL, f"{pair[0]}.{pair[1]}", ABORT_GLOBAL)
     elif _sensitive(event, args, watch.private):
         _stop(watch, REFUSED_EVENT, f"{event} {args!r}"[:_DETAIL], ABORT_EVENT)
