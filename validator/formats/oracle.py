@@ -228,7 +228,10 @@ def _record(watch: _Watch, status: str, detail: str) -> dict[str, Any]:
 
 
 def _clip(text: str) -> str:
-    # torch's refusals open with a long preamble and name the cause at the end.
+    # torch's weights-only refusals wrap the cause in advice; keep the cause.
+    head, marker, cause = text.partition("WeightsUnpickler error:")
+    if marker:
+        text = f"{head.split(':', 1)[0]}: Weights only load failed: {cause.split('Check the documentation')[0]}"
     text = " ".join(text.split())
     return text if len(text) <= _DETAIL else f"{text[: _DETAIL // 3]} ... {text[-2 * _DETAIL // 3 :]}"
 
