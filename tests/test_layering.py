@@ -57,6 +57,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     "compat": frozenset({"core", "io", "compat", "package"}),
     "cli": frozenset({*ORDER, "testing", "harness", "fuzz", "conformance", "compat", "cli", "package", "strategies"}),
     "main": frozenset({"cli", "package"}),
+    # validator.formats.oracle (branch oracle): the real loaders against stcheck's dispatch
+    # (sources.kinds) and reader (pickles), driven by the fuzz layer's pickle mutator.
+    "formats": frozenset({"core", "pickles", "sources", "fuzz", "formats"}),
 }
 
 
