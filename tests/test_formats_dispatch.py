@@ -390,3 +390,46 @@ def test_the_real_loader_runs_the_call(tmp_path: Path, loader: str) -> None:
         markers[case] = marker
     subprocess.run([sys.executable, "-c", _LOADER, loader, *argv], check=False, timeout=300, cwd=tmp_path)
     assert [case for case, marker in markers.items() if not marker.exists()] == []
+
+
+# -- a forgiven byte-0 read must be one pickle itself fails on (found by the oracle's campaign) --
+_MAGIC = b"\x8a\x0a" + (0x1950A86A20F9469CFC6C).to_bytes(10, "little")
+
+
+def _frame(n: int) -> bytes:
+    return b"\x95" + n.to_bytes(8, "little")
+
+
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [
+        # The GLOBAL's argument straddles the end of its FRAME: the reader refuses the frame
+        # before the import, pickle.load (a buffered file) reads across and imports it.
+        ("notes.txt", b"\x80\x04" + _frame(len(_MAGIC) + 1) + _MAGIC + system() + STOP),
+        # torch's magic number in a straddled frame, then a second stream that calls:
+        # torch.load reads on after its magic number, so must the second opinion.
+        ("weights.bin", _frame(len(_MAGIC) + 1) + b"\x80\x04" + _MAGIC + STOP + P2 + system() + STOP),
+    ],
+    ids=["global-straddles-frame", "magic-then-call"],
+)
+def test_a_read_the_reader_refuses_before_an_import_pickle_makes_is_not_forgiven(
+    tmp_path: Path, name: str, data: bytes
+) -> None:
+    kind, codes, message = _judged(tmp_path, name, data)
+    assert kind == "pickle"
+    assert codes == ["ST701"], message
+
+
+def test_a_legacy_stream_with_a_persistent_id_outside_its_object_gets_no_torch_promise() -> None:
+    torch = pytest.importorskip("torch")
+    out = io.BytesIO()
+    torch.save({"w": torch.ones(2)}, out, _use_new_zipfile_serialization=False)
+    data = out.getvalue()
+    assert read_pickle_bytes(data).torch_weights_only
+    # One more stream ("N.") after sys_info: torch takes it for the object, and then
+    # unpickles the real object as the storage keys, with no persistent_load.
+    cut = data.index(b"uu.") + 3  # the end of sys_info
+    verdict = read_pickle_bytes(data[:cut] + b"N." + data[cut:])
+    assert verdict.weights_only  # still nothing off the allowlist
+    assert not verdict.torch_weights_only
+    assert verdict.torch_refusal == "a persistent id outside the legacy stream's object pickle"

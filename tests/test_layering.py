@@ -284,6 +284,7 @@ SHARED_LIGHT = (
     "validator.formats._errors",
     "validator.formats._inflate",
     "validator.formats._judge",
+    "validator.formats._lenient",
     "validator.formats._npy",
     "validator.formats._sniff",
     "validator.formats._tar",

@@ -23,8 +23,9 @@
 # ordinary files from being called pickles: a stream read from byte 0, or
 # from a decompressed file, that fails before it imports anything is a file
 # on which the loader raises before running any code (pickle cannot call
-# what it has not imported).  It is forgiven unless the file's name says
-# pickle (``named``).  A byte-0 stream that starts with a persistent id
+# what it has not imported), once _lenient agrees that pickle itself stops
+# before any import (the reader is stricter than pickle).  It is forgiven
+# unless the file's name says pickle (``named``).  A byte-0 stream that starts with a persistent id
 # (PERSID, BINPERSID) is not read: none of these loaders' plain unpickling
 # has a persistent_load, so pickle raises there.
 from __future__ import annotations
@@ -33,15 +34,14 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
-from validator.formats import _compressed, _npy, _tar, _zip
+from validator.formats import _compressed, _lenient, _npy, _tar, _zip
 from validator.formats._errors import ArchiveError, NoPickle, Unreadable
-from validator.pickles._ops import LEGACY_PROTOCOL, MAGIC, ReadError
+from validator.pickles._ops import LEGACY_PROTOCOL, MAGIC, Reader, ReadError
 
 if TYPE_CHECKING:
     import mmap
 
     from validator.formats._zip import Member
-    from validator.pickles._ops import Reader
 
     Buffer = bytes | mmap.mmap
 
@@ -54,6 +54,7 @@ SHARED_SUFFIXES: Final = (".bin", ".dat")
 COMPRESSED_SUFFIXES: Final = (".gz", ".bz2", ".xz", ".lzma", ".z", ".lz4")
 _ZIP_HEADS: Final = (_zip.SIG_LOCAL, _zip.SIG_EOCD)
 _PERSISTENT: Final = (b"P", b"Q")
+_PERSISTENT_OPS: Final = frozenset({"PERSID", "BINPERSID"})
 _NPY_PEEK: Final = len(_npy.MAGIC)
 
 
@@ -130,7 +131,7 @@ class _Views:
         try:
             value, pos = self.reader.stream(buf, 0, len(buf))
         except ReadError:
-            if self.named or len(self.reader.imports) > before:
+            if self.named or len(self.reader.imports) > before or _lenient.may_import(buf):
                 self._found(kind)
                 raise
             return
@@ -142,11 +143,23 @@ class _Views:
 
     def _legacy(self, buf: Buffer, pos: int) -> None:
         self.seen.kind = "torch-legacy"
-        version, pos = self.reader.stream(buf, pos, len(buf))
+        version, pos = self._legacy_stream(buf, pos)
         if type(version) is not int or version != LEGACY_PROTOCOL:
             return  # torch.load raises here
-        for _ in range(3):  # sys_info, the object, the storage keys; raw bytes follow
-            _, pos = self.reader.stream(buf, pos, len(buf))
+        _, pos = self._legacy_stream(buf, pos)  # sys_info
+        _, pos = self.reader.stream(buf, pos, len(buf))  # the object: its storages are persistent ids
+        self._legacy_stream(buf, pos)  # the storage keys; raw bytes follow
+
+    def _legacy_stream(self, buf: Buffer, pos: int) -> tuple[object, int]:
+        # torch.load unpickles these with no persistent_load: with
+        # weights_only=True a persistent id is refused ("unsupported
+        # persistent id encountered"), without it pickle raises there.
+        value, after = self.reader.stream(buf, pos, len(buf))
+        scratch = Reader()
+        scratch.stream(buf, pos, after)
+        if scratch.opcodes() & _PERSISTENT_OPS and self.reader.torch_refusal is None:
+            self.reader.torch_refusal = "a persistent id outside the legacy stream's object pickle"
+        return value, after
 
     def _byte0(self, *, legacy: bool) -> None:
         kind = self.seen.kind

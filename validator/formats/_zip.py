@@ -272,7 +272,7 @@ def names_a_pickle(buf: Buffer) -> bool:
     find a pickle in it (miniz reads names from the directory, a tool that
     walks local headers from those), so its refusal cannot be a clean verdict.
     """
-    for count, hit in enumerate(_SIGNATURES.finditer(buf)):  # type: ignore[call-overload]  # mmap is a buffer
+    for count, hit in enumerate(_SIGNATURES.finditer(buf)):
         if count >= 2 * MAX_MEMBERS:
             return True  # too many to look at: assume the worst
         at = hit.start()

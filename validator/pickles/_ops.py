@@ -130,6 +130,8 @@ class Reader:
         # Opcodes seen (by byte) and frames met: what torch's weights-only unpickler decides on.
         self.seen = bytearray(256)
         self.frames = 0
+        # Why torch.load(weights_only=True) refuses the file's layout, set by the container's reader.
+        self.torch_refusal: str | None = None
 
     def opcodes(self) -> frozenset[str]:
         """The names of the opcodes every stream read so far used."""

@@ -169,6 +169,8 @@ def _torch_refusal(kind: str, reader: Reader, imports: tuple[Global, ...]) -> st
         return "it refuses the legacy tar form"
     if kind not in TORCH_KINDS:
         return "not a torch.save file"
+    if reader.torch_refusal is not None:
+        return reader.torch_refusal
     missing = sorted(reader.opcodes() - TORCH_OPCODES)
     if missing:
         listed = ", ".join(missing[:_NAMED])
