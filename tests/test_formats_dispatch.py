@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tarfile
 import textwrap
+import warnings
 import zipfile
 import zlib
 from pathlib import Path
@@ -433,3 +434,15 @@ def test_a_legacy_stream_with_a_persistent_id_outside_its_object_gets_no_torch_p
     assert verdict.weights_only  # still nothing off the allowlist
     assert not verdict.torch_weights_only
     assert verdict.torch_refusal == "a persistent id outside the legacy stream's object pickle"
+
+
+def test_a_member_stcheck_cannot_read_beside_its_namesake_numpy_reads_is_an_error(tmp_path: Path) -> None:
+    # zipfile (numpy.load) takes the last of two members of one name; the first
+    # one's header is no literal.  Found by the oracle's campaign.
+    buf = io.BytesIO()
+    with warnings.catch_warnings(), zipfile.ZipFile(buf, "w") as zf:
+        warnings.simplefilter("ignore")  # "Duplicate name"
+        zf.writestr("obj.npy", b"\x93NUMPY\x01\x00\x10\x00{'descr': (((\n")
+        zf.writestr("obj.npy", npy("|O", P2 + system() + STOP))
+    kind, codes, _ = _judged(tmp_path, "pytorch_model.bin", buf.getvalue())
+    assert (kind, codes) == ("pickle", ["ST701"])

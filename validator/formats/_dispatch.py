@@ -41,7 +41,7 @@ from validator.pickles._ops import LEGACY_PROTOCOL, MAGIC, Reader, ReadError
 if TYPE_CHECKING:
     import mmap
 
-    from validator.formats._zip import Member
+    from validator.formats._zip import Archive, Member
 
     Buffer = bytes | mmap.mmap
 
@@ -195,22 +195,35 @@ class _Views:
             if data is not None:
                 self._found("torch-zip")
                 _whole(data, self.reader)
-        arrays = False
-        for m in archive.members:
-            peek = self._member(m, _NPY_PEEK) if m.size else b""
-            if peek is None or not peek.startswith(_npy.MAGIC):
-                continue
-            arrays = True
-            peek = self._member(m, _npy.MAX_HEADER + 16) or b""
-            header = _npy.header(peek, 0, len(peek))
-            if header.objects:
-                data = self._member(m, None) or b""
-                self.reader.member = m.name
-                self._found("torch-zip" if pickles else "npz")
-                self.reader.stream(data, header.data, len(data))
+        arrays = self._arrays(archive, torch_kind="torch-zip" if pickles else "npz")
         self.reader.member = None
         if self.seen.kind is None and arrays:
             self.seen.kind = "npz"
+
+    def _arrays(self, archive: Archive, *, torch_kind: str) -> bool:
+        """numpy.load's view of a zip: every member that starts as an .npy; whether there was one."""
+        arrays = False
+        for m in archive.members:
+            try:
+                peek = self._member(m, _NPY_PEEK) if m.size else b""
+                if peek is None or not peek.startswith(_npy.MAGIC):
+                    continue
+                arrays = True
+                peek = self._member(m, _npy.MAX_HEADER + 16) or b""
+                header = _npy.header(peek, 0, len(peek))
+            except ArchiveError:
+                # numpy.load's zipfile may read what stcheck cannot (a member
+                # of a duplicated name, a stream it decodes differently): an
+                # error, never "unreadable".
+                self.reader.member = m.name
+                self._found(torch_kind)
+                raise
+            if header.objects:
+                data = self._member(m, None) or b""
+                self.reader.member = m.name
+                self._found(torch_kind)
+                self.reader.stream(data, header.data, len(data))
+        return arrays
 
     def _member(self, m: Member, limit: int | None) -> bytes | None:
         # A member no loader can open (zipfile and miniz refuse the same
