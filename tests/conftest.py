@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 _SLOW = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
@@ -25,3 +26,22 @@ settings.register_profile(
     "nightly", max_examples=100 * CI_EXAMPLES, deadline=None, suppress_health_check=_SLOW, print_blob=True
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+# -- the signature tests' shared fixtures (tests/sign_fixtures.py makes the files) --
+@pytest.fixture
+def keys(tmp_path):
+    """An EC key pair for signing, under tmp_path."""
+    from tests.sign_fixtures import ec_keys
+
+    return ec_keys(tmp_path)
+
+
+@pytest.fixture
+def signed(tmp_path, keys):
+    """A small model folder, signed with ``keys``."""
+    from tests.sign_fixtures import model_folder, sign_with_key
+
+    folder = model_folder(tmp_path / "model")
+    sign_with_key(folder, keys)
+    return folder

@@ -19,6 +19,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 import validator
+from validator.cli.main import main
 
 DAY = dt.timedelta(days=1)
 
@@ -212,3 +213,13 @@ def as_hub_cache(folder: Path, cache: Path, repo: str = "acme--signed", revision
 
 def blob_of(link: Path) -> Path:
     return Path(os.path.realpath(link))
+
+
+SCAN = ["scan", "--no-config", "--progress", "never", "-j", "1"]
+
+
+def scan(capsys, *argv: str) -> tuple[int, list[str], str]:
+    """``stcheck scan`` as the signature tests run it: (exit code, finding lines, stderr)."""
+    code = main([*SCAN, *argv])
+    captured = capsys.readouterr()
+    return code, [line for line in captured.out.splitlines() if ": ST" in line], captured.err

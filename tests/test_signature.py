@@ -31,30 +31,13 @@ from tests.sign_fixtures import (
     hashing_config,
     model_folder,
     now,
+    scan,
     sign_with_certificate,
     sign_with_key,
 )
 from validator.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def scan(capsys, *argv: str) -> tuple[int, list[str], str]:
-    code = main(["scan", "--no-config", "--progress", "never", "-j", "1", *argv])
-    captured = capsys.readouterr()
-    return code, [line for line in captured.out.splitlines() if ": ST" in line], captured.err
-
-
-@pytest.fixture
-def keys(tmp_path):
-    return ec_keys(tmp_path)
-
-
-@pytest.fixture
-def signed(tmp_path, keys):
-    folder = model_folder(tmp_path / "model")
-    sign_with_key(folder, keys)
-    return folder
 
 
 # --- files mode, an EC key --------------------------------------------------------

@@ -12,27 +12,8 @@ import pytest
 
 pytest.importorskip("model_signing")
 
-from tests.sign_fixtures import ec_keys, model_folder, sign_with_key
+from tests.sign_fixtures import model_folder, scan, sign_with_key
 from validator.cli.main import main
-
-
-def scan(capsys, *argv: str) -> tuple[int, list[str], str]:
-    code = main(["scan", "--no-config", "--progress", "never", "-j", "1", *argv])
-    captured = capsys.readouterr()
-    return code, [line for line in captured.out.splitlines() if ": ST" in line], captured.err
-
-
-@pytest.fixture
-def keys(tmp_path):
-    return ec_keys(tmp_path)
-
-
-@pytest.fixture
-def signed(tmp_path, keys):
-    folder = model_folder(tmp_path / "model")
-    sign_with_key(folder, keys)
-    return folder
-
 
 # --- names that begin with two dots are inside the folder ---------------------------
 

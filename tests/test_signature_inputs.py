@@ -14,27 +14,13 @@ import pytest
 
 pytest.importorskip("model_signing")
 
-from tests.sign_fixtures import ec_keys, model_folder, sign_with_key
+from tests.sign_fixtures import SCAN
 from validator._errors import SourceError
 from validator._inputs import read_input
 from validator.cli.main import main
 
 if TYPE_CHECKING:
     from pathlib import Path
-
-SCAN = ["scan", "--no-config", "--progress", "never", "-j", "1"]
-
-
-@pytest.fixture
-def keys(tmp_path):
-    return ec_keys(tmp_path)
-
-
-@pytest.fixture
-def signed(tmp_path, keys):
-    folder = model_folder(tmp_path / "model")
-    sign_with_key(folder, keys)
-    return folder
 
 
 def not_a_file(tmp_path: Path, kind: str) -> Path:

@@ -19,7 +19,7 @@ import numpy as np
 
 from tests._stbytes import tensors_file
 from tests.remote_servers import HubFile, Server
-from tests.sign_fixtures import ec_keys, model_folder, sign_with_key
+from tests.sign_fixtures import model_folder, sign_with_key
 from tests.test_remote import hub  # noqa: F401 - the fake hub fixture
 from validator.cli.main import main
 
@@ -49,11 +49,6 @@ class MovingRefs(dict):
 def server():
     with Server() as s:
         yield s
-
-
-@pytest.fixture
-def keys(tmp_path):
-    return ec_keys(tmp_path)
 
 
 @pytest.fixture

@@ -19,26 +19,15 @@ import pytest
 pytest.importorskip("model_signing")
 pytest.importorskip("OpenSSL")
 
-from tests.sign_fixtures import certificates, ec_keys, model_folder, sign_with_certificate, sign_with_key
+from tests.sign_fixtures import certificates, ec_keys, model_folder, scan, sign_with_certificate, sign_with_key
 from validator.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def scan(capsys, *argv: str) -> tuple[int, list[str], str]:
-    code = main(["scan", "--no-config", "--progress", "never", "-j", "1", *argv])
-    captured = capsys.readouterr()
-    return code, [line for line in captured.out.splitlines() if ": ST" in line], captured.err
-
-
 def scan_json(capsys, *argv: str) -> tuple[int, dict]:
     code = main(["scan", "--no-config", "--progress", "never", "-j", "1", "--format", "json", *argv])
     return code, json.loads(capsys.readouterr().out)
-
-
-@pytest.fixture
-def keys(tmp_path):
-    return ec_keys(tmp_path)
 
 
 def _sign_leaving_out(folder: Path, keys, *left_out: str) -> Path:

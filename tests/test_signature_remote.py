@@ -35,11 +35,6 @@ def server():
         yield s
 
 
-@pytest.fixture
-def keys(tmp_path):
-    return ec_keys(tmp_path)
-
-
 def serve(hub, tmp_path, keys, *, shard_size=None, change=None, drop=(), add=None, oids=None) -> dict[str, bytes]:  # noqa: F811 - hub is the fixture
     """Sign a local folder, then serve it (changed as asked) as REPO@COMMIT."""
     folder = model_folder(tmp_path / "model", weights=300_000)  # about 1.2 MB of weights
