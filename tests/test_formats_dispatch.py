@@ -410,8 +410,13 @@ def _frame(n: int) -> bytes:
         # torch's magic number in a straddled frame, then a second stream that calls:
         # torch.load reads on after its magic number, so must the second opinion.
         ("weights.bin", _frame(len(_MAGIC) + 1) + b"\x80\x04" + _MAGIC + STOP + P2 + system() + STOP),
+        # The magic number twice (pickle returns the top of the stack): torch reads on all the same.
+        (
+            "weights.bin",
+            b"\x80\x04" + _frame(2 * len(_MAGIC) - 1) + _MAGIC * 2 + STOP + P2 + system() + STOP,
+        ),
     ],
-    ids=["global-straddles-frame", "magic-then-call"],
+    ids=["global-straddles-frame", "magic-then-call", "magic-twice-then-call"],
 )
 def test_a_read_the_reader_refuses_before_an_import_pickle_makes_is_not_forgiven(
     tmp_path: Path, name: str, data: bytes

@@ -14,8 +14,6 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Final
 
-from validator.pickles._ops import MAGIC
-
 if TYPE_CHECKING:
     import mmap
 
@@ -25,7 +23,6 @@ if TYPE_CHECKING:
 IMPORTS: Final = frozenset({"GLOBAL", "INST", "STACK_GLOBAL", "EXT1", "EXT2", "EXT4"})
 MAX_OPS: Final = 1_000_000
 MAX_LINE: Final = 1 << 20
-_HEAD: Final = frozenset({"PROTO", "FRAME"})
 _LEGACY_MORE: Final = 4  # torch's legacy stream: version, sys_info, the object, the storage keys
 
 
@@ -61,8 +58,8 @@ class _View:
 def may_import(buf: Buffer) -> bool:
     """Whether a loader's ``pickle.load`` of ``buf`` might resolve a global before it fails or stops.
 
-    torch.load reads four more streams when the first is its magic number:
-    they are walked too.
+    torch.load reads four more streams when the first one's value is its
+    magic number: whenever the first stream ends, they are walked too.
     """
     import pickletools  # noqa: PLC0415 - only once a byte-0 read failed: check's start-up stays light
 
@@ -72,18 +69,15 @@ def may_import(buf: Buffer) -> bool:
     try:
         while streams:
             streams -= 1
-            ops: list[tuple[str, object]] = []
             pushed = 0  # ops that pushed anything: never less than the stack's depth
-            for op, arg, _ in pickletools.genops(view):  # type: ignore[arg-type]  # read, readline and tell suffice
+            for op, _, _ in pickletools.genops(view):  # type: ignore[arg-type]  # read, readline and tell suffice
                 budget -= 1
                 if op.name == "STACK_GLOBAL" and pushed < 2:
                     return False  # pickle raises "unpickling stack underflow" here (an .npy's first byte)
                 if op.name in IMPORTS or budget <= 0:
                     return True
                 pushed += bool(op.stack_after)
-                if op.name not in _HEAD:
-                    ops.append((op.name, arg))
-            if first and ops == [("LONG1", MAGIC), ("STOP", None)]:
+            if first:  # it may have left torch's magic number on top, however it got there
                 streams = _LEGACY_MORE
             first = False
     except _TooFarError:
