@@ -451,3 +451,27 @@ def test_a_member_stcheck_cannot_read_beside_its_namesake_numpy_reads_is_an_erro
         zf.writestr("obj.npy", npy("|O", P2 + system() + STOP))
     kind, codes, _ = _judged(tmp_path, "pytorch_model.bin", buf.getvalue())
     assert (kind, codes) == ("pickle", ["ST701"])
+
+
+def test_a_torch_zip_whose_persistent_id_is_not_a_storage_gets_no_torch_promise() -> None:
+    # torch.load(weights_only=True) takes ("storage", type, key, location, numel) only;
+    # the campaign's mutant put the storage type first.  Both torch loaders refuse it.
+    torch = pytest.importorskip("torch")
+    out = io.BytesIO()
+    torch.save({"w": torch.ones(2)}, out)
+    data = out.getvalue()
+    assert read_pickle_bytes(data).torch_weights_only
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        members = {info.filename: zf.read(info) for info in zf.infolist()}
+    pkl = next(name for name in members if name.endswith("data.pkl"))
+    storage = b"X\x07\x00\x00\x00storage"
+    assert storage in members[pkl]
+    members[pkl] = members[pkl].replace(storage, b"X\x07\x00\x00\x00storagf")
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, body in members.items():
+            zf.writestr(name, body)
+    verdict = read_pickle_bytes(buf.getvalue())
+    assert verdict.weights_only
+    assert not verdict.torch_weights_only
+    assert verdict.torch_refusal == "a persistent id that is not a storage's"

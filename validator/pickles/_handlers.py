@@ -32,6 +32,7 @@ class _Stream(Protocol):
     def build(self, state: object) -> None: ...
     def fill(self, items: list[object], *, op: str) -> None: ...
     def frame(self, n: object) -> None: ...
+    def persistent(self, pid: object) -> None: ...
 
 
 if TYPE_CHECKING:
@@ -154,7 +155,7 @@ def _top_only(s: _Stream, _: object) -> None:
 
 
 def _persid_stack(s: _Stream, _: object) -> None:
-    s.pop()
+    s.persistent(s.pop())
     s.push(OPAQUE)
 
 

@@ -226,6 +226,17 @@ class _Stream:
             raise RefusedError(f"{what} inside a FRAME with bytes left: the loader resumes after the frame", self.at)
         self.frame_end = -1
 
+    def persistent(self, pid: object) -> None:
+        """A BINPERSID's id: torch.load(weights_only=True) takes a storage's only.
+
+        ("storage", type, key, location, numel), one more item in the legacy
+        form (torch/_weights_only_unpickler.py BINPERSID, then _load's and
+        _legacy_load's persistent_load).  Anything else withdraws the promise.
+        """
+        storage = type(pid) is tuple and len(pid) in {5, 6} and pid[0] in {"storage", b"storage"}
+        if not storage and self.reader.torch_refusal is None:
+            self.reader.torch_refusal = "a persistent id that is not a storage's"
+
     def frame(self, n: object) -> None:
         """FRAME: the next ``n`` bytes are one frame."""
         if type(n) is not int or n > self.end - self.pos:
