@@ -75,12 +75,18 @@ class Site:
         self.rate = 0.0  # bytes per second per response; 0: as fast as the socket takes them
         self.hub: FakeHub | None = None
         self.lock = threading.Lock()
+        self.writing = 0  # handlers between the start of a write and its count
 
     def count(self, path: str, n: int) -> None:
         with self.lock:
             self.sent[path] = self.sent.get(path, 0) + n
 
     def total_sent(self) -> int:
+        # A handler counts after its write returns, which can be after the
+        # client has read the bytes and moved on: let writes in flight land.
+        deadline = time.monotonic() + 5
+        while self.writing and time.monotonic() < deadline:
+            time.sleep(0.005)
         return sum(self.sent.values())
 
 
@@ -95,8 +101,14 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def _write(self, path: str, data: bytes) -> None:
-        self.wfile.write(data)
-        self.site.count(path, len(data))
+        with self.site.lock:
+            self.site.writing += 1
+        try:
+            self.wfile.write(data)
+            self.site.count(path, len(data))
+        finally:
+            with self.site.lock:
+                self.site.writing -= 1
 
     def _simple(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
         self.send_response(status)
