@@ -371,3 +371,24 @@ def test_claims_of_a_clean_and_a_hostile_file(tmp_path):
     assert not said.runs_no_code
     assert not said.reader_clean
     assert oracle_mod.CODE_LOADERS == CODE_LOADERS
+
+
+CAMPAIGN = ROOT / "corpus" / "pickles" / "campaign"
+
+
+@pytest.mark.slow
+def test_the_committed_campaign_corpus_and_findings_replay_with_no_disagreement(oracle, tmp_path):
+    # A sample of the hour-long campaign's corpus (corpus/pickles/campaign) and
+    # every reproducer it or earlier campaigns kept (differential/findings):
+    # each was a disagreement or new coverage once; none may disagree now.
+    findings = SEEDS / "findings"
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    for path in findings.iterdir():
+        if path.is_file() and path.suffix != ".json":
+            (kept / path.name).write_bytes(path.read_bytes())
+    seeds = read_seeds([CAMPAIGN, kept])
+    assert len(seeds) > 100
+    stats = campaign(seconds=0, out=tmp_path / "out", seeds=seeds, oracle=oracle, mutate=False)
+    lines = [f"{d.what} {d.name} {d.loader}: {d.detail[:100]}" for d in stats.disagreements]
+    assert stats.classes == {}, "\n".join(lines)
