@@ -58,7 +58,9 @@ def attach(results: Sequence[FileResult], others: Mapping[str, Other], policy: P
     if not others:
         return
     for result in results:
-        other = others.get(result.path)
+        # A link's own result keeps its kind: one_entry_per_path folds it
+        # into the file it names, which gets the verdict here.
+        other = None if result.kind == "link" else others.get(result.path)
         if other is None:
             continue
         result.file_kind = other.kind

@@ -113,6 +113,12 @@ def link_root(top: str) -> str:
     return hub_repo_folder(os.path.realpath(top)) or top
 
 
+def _strip_separators(path: str) -> str:
+    """``path`` without trailing separators (the root ``/`` stays itself)."""
+    stripped = path.rstrip(os.sep + (os.altsep or ""))
+    return stripped or path[:1]
+
+
 def _entry_kind(name: str, is_index: Callable[[str], bool]) -> str:
     if name.endswith(SUFFIX):
         return "safetensors"
@@ -224,7 +230,10 @@ class _Walk:
 
 def walk(top: str, *, is_index: Callable[[str], bool], root: str | None = None) -> Tree:
     """Walk the folder ``top``; ``root`` (default: link_root(top)) is where links may point."""
-    tree = Tree(top, root or link_root(top))
+    # `classic/` (as tab completion types it) names the folder `classic`:
+    # every path the walk reports, and every key of `names`, starts the same.
+    top = _strip_separators(top)
+    tree = Tree(top, _strip_separators(root) if root else link_root(top))
     _Walk(tree, is_index).run()
     tree.found.sort(key=lambda f: f.path)
     tree.links.sort(key=lambda pair: pair[0])
