@@ -76,6 +76,7 @@ if TYPE_CHECKING:
     from validator.pipeline.engine import Options
     from validator.pipeline.hubcache import HubWalk
     from validator.remote._hub import HubEntry, HubRepo
+    from validator.report.results import ResultKind
 
 
 class KeyOptions(Protocol):
@@ -648,7 +649,7 @@ class Signing:
             items = apply_policy([make_finding(slug, message)], policy)
             result = (None if rel is None else by_rel.get(rel)) or by_path.get(display)
             if result is None:
-                kind = "missing" if slug in {"signed-file-missing", "signature-missing"} else "other"
+                kind: ResultKind = "missing" if slug in {"signed-file-missing", "signature-missing"} else "other"
                 result = FileResult(
                     path=display,
                     model=target.model,
