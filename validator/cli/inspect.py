@@ -21,9 +21,11 @@ from validator._findings import REFERENCE_LOADS, strict_only_failure
 from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
 from validator.cli.options import add_remote_options, network_of
 from validator.cli.report import add_profile_option
-from validator.pipeline.plan import Checked, check_results, check_target, index_result
+from validator.pipeline.judge import judge
+from validator.pipeline.plan import Planned, index_result, plan_target, results_of
+from validator.pipeline.verdicts import take_verdicts
 from validator.report.group import group_per_tensor
-from validator.sources.targets import Target, resolve
+from validator.sources.targets import LocalFile, Stdin, Target, resolve
 
 if TYPE_CHECKING:
     import argparse
@@ -88,14 +90,17 @@ def run_inspect(args: argparse.Namespace) -> int:
     # The one grammar (validator.sources): a lone file or standard input gets
     # the tensor table; anything that names several files, the report.
     targets = list(resolve([path], errors, empty_is_error=False))
-    lone = len(targets) == 1 and targets[0].kind in {"file", "stdin"} and not os.path.isdir(path)
+    lone = len(targets) == 1 and isinstance(targets[0], LocalFile | Stdin) and not os.path.isdir(path)
     if not lone:
         return _inspect_many(args, targets, errors)
     try:
-        report = check_target(targets[0], args.profile, network_of(args)).reports[0]
+        planned = plan_target(targets[0], "header", args.profile, None, network_of(args))
     except SourceError as exc:
         _err(str(exc))
         return EXIT_ERROR
+    if not planned.reports:  # standard input that a loader would unpickle: judged as a folder's file
+        return _inspect_many(args, [], errors, [planned])
+    report = planned.reports[0]
     path = report.path or path
     if args.format == "json":
         json.dump(report.to_json(), sys.stdout, indent=2)
@@ -122,50 +127,54 @@ def run_inspect(args: argparse.Namespace) -> int:
     return EXIT_OK if report.valid else EXIT_INVALID
 
 
-def _inspect_many(args: argparse.Namespace, targets: list[Target], errors: list[str]) -> int:
+def _inspect_many(
+    args: argparse.Namespace, targets: list[Target], errors: list[str], planned: list[Planned] | None = None
+) -> int:
     """A checkpoint, folder or remote source: every file in it."""
     path = args.path
-    checked = Checked()
+    planned = planned or []
     try:
-        for target in targets:
-            part = check_target(target, args.profile, network_of(args))
-            checked.reports.extend(part.reports)
-            checked.checkpoints.extend(part.checkpoints)
-            checked.others.extend(part.others)
-            checked.links.extend(part.links)
+        planned += [plan_target(target, "header", args.profile, None, network_of(args)) for target in targets]
     except SourceError as exc:
         errors.append(str(exc))
-    judged = checked.links or any(o.findings for o in checked.others)
-    if not errors and not checked.reports and not checked.checkpoints and not judged:
+    judged = any(p.links or p.via or any(o.findings for o in p.others) for p in planned)
+    if not errors and not any(p.reports or p.checkpoints for p in planned) and not judged:
         errors.append(f"{path}: not a regular file (a directory with no *.safetensors file or index)")
     for message in errors:
         _err(message)
     if errors:
         return EXIT_ERROR
-    results = check_results(checked, args.profile, None, inspect=True)
+    results = [
+        r
+        for p in planned
+        for r in take_verdicts(results_of(p, args.profile, None, tensors=True, inspect=True), p.verdicts, p.via)
+    ]
+    judge(results, None)
     if args.format == "json":
         from validator.report.formats import write  # noqa: PLC0415 - only for this output
 
         write("json", sys.stdout, results, [], 0.0, profile=args.profile, command="inspect")
     else:
-        _inspect_text(checked, args.profile)
+        _inspect_text(planned, args.profile)
     return EXIT_OK if all(r.valid for r in results) else EXIT_INVALID
 
 
-def _other_lines(checked: Checked) -> Iterator[str]:
-    """The finding lines of a folder's other files and links, escaped."""
-    for link, finding in checked.links:
-        yield finding_line(link, finding)
-    for other in checked.others:
-        for finding in other.findings:
-            yield finding_line(other.path, finding)
+def _other_lines(planned: list[Planned]) -> Iterator[str]:
+    """The finding lines of a folder's links and other files, escaped."""
+    for p in planned:
+        for link, finding in [*p.links, *p.via.items()]:
+            yield finding_line(link, finding)
+    for p in planned:
+        for other in p.others:
+            for finding in other.findings:
+                yield finding_line(other.path, finding)
 
 
 def _inspect_checkpoint(index: IndexReport, profile: str) -> None:
     from validator.io.checkpoint import summarize  # noqa: PLC0415 - the index modules load only for checkpoints
     from validator.report.formats import checkpoint_line  # noqa: PLC0415 - as above
 
-    print(checkpoint_line(index_result(index, profile, None)))
+    print(checkpoint_line(index_result(index, profile)))
     s = summarize(index.weight_map or {}, index.shards)
     rows = []
     for name, shard in sorted((index.weight_map or {}).items()):
@@ -196,28 +205,29 @@ def _inspect_checkpoint(index: IndexReport, profile: str) -> None:
             print(finding_line(base.get(report.path, report.path or ""), finding))
 
 
-def _inspect_text(checked: Checked, profile: str) -> None:
+def _inspect_text(planned: list[Planned], profile: str) -> None:
     in_checkpoint: set[str | None] = set()
-    for index in checked.checkpoints:
+    for index in (index for p in planned for index in p.checkpoints):
         _inspect_checkpoint(index, profile)
         in_checkpoint.update(r.path for r in index.shards.values())
-    for report in checked.reports:
+    for report in (report for p in planned for report in p.reports):
         if report.path in in_checkpoint:
             continue
         count = len(report.tensors or {})
         print(f"{escape_path(report.path or '')}: {_sizes(report)}, {plural(count, 'tensor')}")
         for finding in group_per_tensor(report.findings):
             print(finding_line(report.path or "", finding))
-    _inspect_others(checked)
+    _inspect_others(planned)
 
 
-def _inspect_others(checked: Checked) -> None:
+def _inspect_others(planned: list[Planned]) -> None:
     from validator.sources.kinds import count_kinds, kinds_line  # noqa: PLC0415 - only for folders
 
-    for other in checked.others:
+    others = [o for p in planned for o in p.others]
+    for other in others:
         print(f"{escape_path(other.path)}: {other.size:,} bytes, {other.kind}")
-    for line in _other_lines(checked):
+    for line in _other_lines(planned):
         print(line)
-    line = kinds_line(count_kinds(o.kind for o in checked.others))
+    line = kinds_line(count_kinds(o.kind for o in others))
     if line:
         print(line)

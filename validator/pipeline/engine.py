@@ -22,20 +22,21 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 
 from validator._check import MAX_PER_RULE, Checker
 from validator._display import plural
 from validator._errors import SourceError
 from validator._rules import Profile
 from validator._source import open_regular
-from validator.config.policy import Policy, apply_policy, check_policy
+from validator.config.policy import Policy, check_policy
 from validator.io.names import HUB_INCOMPLETE
+from validator.pipeline.judge import unjudged
 from validator.read.identity import SeenHeader, stamp_of, validate_fd
 from validator.read.integrity import Expected, check_digest, lookup
 from validator.read.reading import read_pass
 from validator.report.group import group_per_tensor
-from validator.report.results import FileResult
+from validator.report.results import FileResult, ResultKind
 from validator.signing.signhash import DigestSpec, SignedDigester, make_digester, tensor_inventory
 
 if TYPE_CHECKING:
@@ -44,6 +45,9 @@ if TYPE_CHECKING:
     from validator._findings import Finding
 
 INCOMPLETE: Final = HUB_INCOMPLETE
+# A file to read; an interrupted hub download (a .incomplete blob); a file a
+# checksum list names that is not on disk.
+JobKind: TypeAlias = Literal["file", "incomplete", "missing"]
 DEFAULT_CHUNK: Final = 16 << 20
 
 
@@ -57,7 +61,7 @@ class Job:
     validate: bool = True  # False: a hub blob that is not a safetensors file
     checksum_required: bool = False
     policy: Policy | None = None  # the policy in force for this file (given, or found above it)
-    kind: str = "file"  # "file"; "incomplete": an interrupted hub download; "missing": listed, not on disk
+    kind: JobKind = "file"
     listed_by: str | None = None  # for "missing": the checksum line that names the file
     digests: tuple[DigestSpec, ...] = ()  # digests to compute in the read (a model signature's, scan.signhash)
 
@@ -131,7 +135,7 @@ def scan_file(job: Job, options: Options, progress: Callable[[int], None] | None
     return result
 
 
-def _result_kind(job: Job) -> str:
+def _result_kind(job: Job) -> ResultKind:
     if job.kind == "missing":
         return "missing"
     return "safetensors" if job.validate and job.kind == "file" else "blob"
@@ -153,7 +157,7 @@ def _not_a_file(job: Job, result: FileResult) -> None:
             f"an interrupted download ({plural(size, 'byte')} so far): resume or restart it, or delete the blob",
             None,
         )
-    result.items = apply_policy(out.findings, None)
+    result.items = unjudged(out.findings)
 
 
 def _scan_into(
@@ -227,11 +231,13 @@ def _scan_into(
 def finish_items(
     result: FileResult, findings: Sequence[Finding], dropped: dict[str, int], policy: Policy | None
 ) -> None:
-    """Group per-tensor repeats, count what the per-rule cap dropped, and
-    apply the policy: the last step of every way a file is scanned."""
+    """Group per-tensor repeats and count what the per-rule cap dropped: the
+    last step of every way a file is read.  The items are left unjudged
+    (validator.pipeline.judge applies ``policy``'s severities once, for the
+    whole run); ``policy`` is the one its checks ran under."""
     result.not_listed += sum(dropped.values())
-    shown = group_per_tensor(list(findings), not_kept=dropped)  # grouped as every command groups
-    result.items = apply_policy(shown, policy)
+    result.items = unjudged(group_per_tensor(list(findings), not_kept=dropped))  # grouped as every command groups
+    result.policy = None if policy is None else policy.source
 
 
 def cap_per_rule(findings: Sequence[Finding], limit: int = MAX_PER_RULE) -> tuple[list[Finding], dict[str, int]]:

@@ -32,14 +32,16 @@ from validator.config.settings import Network
 from validator.io.names import hub_snapshot
 from validator.pipeline import runner
 from validator.pipeline.engine import DEFAULT_CHUNK, Job, Options, run_jobs, total_size
-from validator.pipeline.hubcache import HubWalk, default_hf_cache, hf_cache_walk
-from validator.pipeline.plan import index_result, scan_plan
+from validator.pipeline.hubcache import HubWalk, default_hf_cache
+from validator.pipeline.judge import judge
+from validator.pipeline.plan import Planned, plan_target, results_of
 from validator.pipeline.signed import Signing
-from validator.pipeline.verdicts import attach, link_result, one_entry_per_path
+from validator.pipeline.verdicts import take_verdicts
 from validator.read.integrity import normalise_sha256, read_checksums
 from validator.report.results import exit_status
 from validator.signing.base import SigningSetupError
 from validator.sources.schemes import STDIN
+from validator.sources.targets import resolve
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
@@ -140,32 +142,8 @@ def _check_options(paths: Sequence[str], options: VetOptions) -> None:
         raise VetError("--timeout-per-file must be a positive number of seconds")
 
 
-def _hub_walk(options: VetOptions, errors: list[str], policy: Policy | None) -> HubWalk:
-    if options.hf_cache is None:
-        return HubWalk()
-    found = hf_cache_walk(options.hf_cache or default_hf_cache(), errors)
-    found.jobs = [replace(job, policy=policy) for job in found.jobs]
-    return found
-
-
-def _hub_indexes(hub: HubWalk, profile: str, policy: Policy | None) -> list[FileResult]:
-    """Each snapshot index's checks (missing shards, orphans, ties), as for a folder."""
-    if not hub.indexes:
-        return []
-    from validator.io.index import validate_index  # noqa: PLC0415 - the index modules load only for checkpoints
-
-    results = []
-    for path, repo in hub.indexes:
-        result = index_result(validate_index(path, profile=profile), profile, policy)
-        result.model = repo
-        results.append(result)
-    return results
-
-
-def _hub_revisions(results: list[FileResult], hub: HubWalk) -> None:
+def _hub_revisions(results: list[FileResult]) -> None:
     """Give each hub-cache result the revision of its snapshot."""
-    if not hub.jobs and not hub.links:
-        return
     for result in results:
         snapshot = None if result.model is None else hub_snapshot(result.path)
         if snapshot is not None:
@@ -206,10 +184,10 @@ def vet(
             on_note(text)
 
     errors: list[str] = []
+    hf_cache = None if options.hf_cache is None else options.hf_cache or default_hf_cache()
     try:
-        checked = [*paths, *([options.hf_cache or default_hf_cache()] if options.hf_cache is not None else [])]
         policy, policies = resolve_policy(
-            checked,
+            [*paths, *([hf_cache] if hf_cache is not None else [])],
             policy=options.policy,
             no_config=options.no_config,
             select=options.select,
@@ -222,28 +200,26 @@ def vet(
         own = frozenset({os.path.realpath(options.checksums)} if options.checksums else ())
         # Signatures are verified (and compared with a hub's listing) before any file is read.
         signing = Signing.from_options(options, policy)
-        signing.verify_sources(paths, options.network, hf_cache=options.hf_cache is not None)
+        signing.verify_sources(paths, options.network, hf_cache=hf_cache is not None)
         paths = signing.pinned(paths)  # an hf:// folder is read at the commit its signature was compared with
-        plan = scan_plan(paths, options.profile, policy, errors, options.network, not_read=own)
-        hub = _hub_walk(options, errors, policy)
+        planned = _plan(paths, hf_cache, options, policy, errors, own)
     except (PolicyError, SourceError, ValueError, SigningSetupError) as exc:
         raise VetError(str(exc)) from exc
-    jobs = hub.jobs + [
-        Job(path, ((path, None),), policy=policy, validate=path not in plan.others) for path in plan.paths
-    ]
+    jobs = [job for p in planned for job in p.jobs]
     if sha256 is not None and len(jobs) != 1:
         msg = f"--sha256 names the digest of one file, but {plural(len(jobs), 'file')} were found; use --checksums"
         raise VetError(msg)
-    # The plan's own files come last: plan.merge finds their results there.
-    cut = len(jobs) - len(plan.paths)
-    jobs[cut:cut] = _missing_listed(checksums)
+    missing = _missing_listed(checksums)
+    # Each job's target, by ordinal; a listed file not on disk comes after every target.
+    ordinals = [p.ordinal for p in planned for _ in p.jobs] + [len(planned)] * len(missing)
+    jobs += missing
+    hub = next((p.hub for p in planned if p.hub is not None), HubWalk())
     try:
         jobs = signing.annotate(jobs, hub)  # each signed file's digests, computed in its one read
     except (ValueError, SigningSetupError) as exc:
         raise VetError(str(exc)) from exc
-    links = [link_result(p, f, options.profile, policy, model) for p, f, model in hub.links]
-    links.extend(_hub_indexes(hub, options.profile, policy))
-    if not jobs and not plan.ready and not links and not errors:
+    finished = [results_of(p, options.profile, policy) for p in planned]
+    if not jobs and not any(finished) and not errors:
         raise VetError("nothing to scan: no file was found")
     read = Options(
         profile=Profile(options.profile),
@@ -255,12 +231,17 @@ def vet(
     )
     workers = options.jobs if options.jobs > 0 else (os.cpu_count() or 1)
     started = time.perf_counter()
-    results = plan.merge(_read_all(jobs, read, options, workers, progress, progress_mode))
-    results = links + results
+    # read
+    by_target = _by_target(jobs, ordinals, _read_all(jobs, read, options, workers, progress, progress_mode))
+    results: list[FileResult] = []
+    for p, done in zip(planned, finished, strict=True):
+        results += take_verdicts([*done, *by_target.pop(p.ordinal, [])], p.verdicts, p.via)
+    results += by_target.pop(len(planned), [])
+    # signatures
+    results = signing.finish(results, read, policy)
     # judge
-    attach(results, {**hub.others, **plan.others}, policy)
-    results = one_entry_per_path(signing.finish(results, read, policy))
-    _hub_revisions(results, hub)
+    judge(results, policy)
+    _hub_revisions(results)
     for line in signing.notes():
         note(line)
     return Vetted(
@@ -273,6 +254,43 @@ def vet(
         profile=options.profile,
         models=signing.models(results) if options.bom else None,
     )
+
+
+def _plan(  # noqa: PLR0917 - one private call site
+    paths: Sequence[str],
+    hf_cache: str | None,
+    options: VetOptions,
+    policy: Policy | None,
+    errors: list[str],
+    not_read: frozenset[str],
+) -> list[Planned]:
+    """Every target planned for a scan; one that cannot be read goes to ``errors``."""
+    planned = []
+    for target in resolve(paths, errors, hf_cache=hf_cache):
+        try:
+            p = plan_target(target, "scan", options.profile, policy, options.network, not_read=not_read)
+        except SourceError as exc:
+            errors.append(str(exc))
+            continue
+        errors.extend(p.errors)
+        planned.append(p)
+    return planned
+
+
+def _by_target(
+    jobs: Sequence[Job], ordinals: Sequence[int], results: Sequence[FileResult]
+) -> dict[int, list[FileResult]]:
+    """The read's results grouped by their job's target, in job order (a job
+    gives one result per name it is reported under)."""
+    grouped: dict[int, list[FileResult]] = {}
+    at = 0
+    for job, ordinal in zip(jobs, ordinals, strict=True):
+        grouped.setdefault(ordinal, []).extend(results[at : at + len(job.names)])
+        at += len(job.names)
+    if at != len(results):
+        msg = f"the read gave {len(results)} results for {at} names"
+        raise AssertionError(msg)
+    return grouped
 
 
 def _read_all(  # noqa: PLR0917 - one private call site

@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from validator._findings import ReportBase
 from validator._rules import Severity
@@ -17,9 +17,17 @@ from validator.config.policy import ScanItem
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from validator._findings import Finding
     from validator.read.identity import Stamp
 
-__all__ = ["EXIT_ERROR", "EXIT_INVALID", "EXIT_OK", "FileResult", "exit_status"]
+__all__ = ["EXIT_ERROR", "EXIT_INVALID", "EXIT_OK", "FailOn", "FileResult", "ResultKind", "exit_status"]
+
+# What a result is about: a safetensors file; a hub blob or a file read for
+# its digest only; a checkpoint's index; a link the walk flagged; another
+# file of a folder; a file a checksum list or a signature names, not on disk.
+ResultKind: TypeAlias = Literal["safetensors", "blob", "index", "link", "other", "missing"]
+# Which findings fail a run (--fail-on).
+FailOn: TypeAlias = Literal["error", "warning", "never"]
 
 # The exit status of every command and of the library's vet().
 EXIT_OK: Final = 0  # no failing finding
@@ -35,7 +43,7 @@ class FileResult(ReportBase[ScanItem]):
 
     path: str
     model: str | None = None
-    kind: str = "safetensors"  # or "blob": integrity only
+    kind: ResultKind = "safetensors"
     file_size: int | None = None
     header_size: int | None = None
     tensor_count: int | None = None
@@ -71,6 +79,9 @@ class FileResult(ReportBase[ScanItem]):
     # A model signature's result: what its verification found
     # (validator.pipeline.signed.Target.record; report.schema.json's signatureRecord).
     signature: dict[str, Any] | None = None
+    # Raw findings added after the read (a signature's), judged with the
+    # items by the policy, once (validator.pipeline.judge); never reported.
+    pending: list[Finding] = field(default_factory=list)
 
     @property
     def active(self) -> list[ScanItem]:
@@ -142,7 +153,7 @@ class FileResult(ReportBase[ScanItem]):
         return doc
 
 
-def exit_status(results: Sequence[FileResult], errors: Sequence[str], fail_on: str) -> int:
+def exit_status(results: Sequence[FileResult], errors: Sequence[str], fail_on: FailOn | str) -> int:
     """0 clean, 1 failing findings (after the policy and ``fail_on``: error,
     warning or never), 2 unreadable input."""
     if errors or any(r.error is not None for r in results):
