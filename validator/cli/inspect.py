@@ -3,8 +3,10 @@
 # local file's JSON is its fileReport (Report.to_json()); anything else is the
 # report document that `check --format json` writes (the same writer, with
 # the tensor tables and an index's weight_map), so both validate against
-# validator/schemas/report.schema.json.  Every path and line goes through
-# validator._display; nothing here imports numpy.
+# validator/schemas/report.schema.json.  The policy applies as for check
+# (found the same way, the same --fail-on): the last line names it, the exit
+# code is its verdict, and a lone file's lines leave out what it ignores.
+# Every path and line goes through validator._display; nothing here imports numpy.
 # Paths are str, handled with os.path as in the rest of the package.
 # ruff: noqa: PTH112, T201
 from __future__ import annotations
@@ -18,13 +20,17 @@ from typing import TYPE_CHECKING
 from validator._display import escape_line, escape_path, finding_line, plural
 from validator._errors import SourceError
 from validator._findings import REFERENCE_LOADS, strict_only_failure
-from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
+from validator._rules import Severity
+from validator.cli._common import EXIT_ERROR
 from validator.cli.options import add_remote_options, network_of
-from validator.cli.report import add_profile_option
+from validator.cli.report import add_policy_options, add_profile_option
+from validator.config.policy import PolicyError
+from validator.config.resolve import passed_over_note, resolve_policy
 from validator.pipeline.judge import judge
-from validator.pipeline.plan import Planned, index_result, plan_target, results_of
+from validator.pipeline.plan import Planned, header_result, index_result, plan_target, results_of
 from validator.pipeline.verdicts import take_verdicts
 from validator.report.group import group_per_tensor
+from validator.report.results import exit_status
 from validator.sources.targets import LocalFile, Stdin, Target, resolve
 
 if TYPE_CHECKING:
@@ -32,7 +38,9 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from validator._findings import Report
+    from validator.config.policy import Policy
     from validator.io.index import IndexReport
+    from validator.report.results import FileResult
 
 _HEADERS = ["name", "dtype", "shape", "begin", "end", "bytes"]
 
@@ -45,7 +53,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "Validate one file, index, folder or remote source; print its tensor table (name, dtype, shape, "
             "offsets), metadata and findings."
         ),
-        epilog="Exit codes: 0 valid, 1 invalid, 2 usage or I/O error.",
+        epilog=(
+            "Exit codes: 0 valid (after the policy, as for check: --fail-on sets which findings count), "
+            "1 invalid, 2 usage or I/O error."
+        ),
     )
     p.add_argument(
         "path",
@@ -54,12 +65,23 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     add_profile_option(p)
     p.add_argument("--format", choices=["text", "json"], default="text", help="output format (default text)")
+    p.add_argument(
+        "--fail-on",
+        choices=["error", "warning", "never"],
+        default="error",
+        help="which findings make the exit code 1, after the policy (default error)",
+    )
+    add_policy_options(p)
     add_remote_options(p)
     p.set_defaults(run=run_inspect)
 
 
 def _err(message: str) -> None:
-    print(escape_line(f"stcheck: {message}"), file=sys.stderr)
+    _err_line(f"stcheck: {message}")
+
+
+def _err_line(line: str) -> None:
+    print(escape_line(line), file=sys.stderr)
 
 
 def _table(rows: list[list[str]], headers: list[str], numeric: frozenset[int] = frozenset()) -> None:
@@ -84,28 +106,59 @@ def _sizes(report: Report) -> str:
     return f"{size}, header {plural(report.header_size, 'byte')}"
 
 
+def _policy(args: argparse.Namespace) -> tuple[Policy | None, list[str]]:
+    """The policy in force, found as check finds it (validator.config.resolve)."""
+
+    def passed_over(candidate: str) -> None:
+        _err_line(f"stcheck inspect: {passed_over_note(candidate)}")
+
+    return resolve_policy(
+        [args.path],
+        policy=args.policy,
+        no_config=args.no_config,
+        select=args.select,
+        ignore=args.ignore,
+        on_passed_over=passed_over,
+    )
+
+
+def _verdict(results: list[FileResult], policy: Policy | None, loads: str = "") -> str:
+    """``valid``, or ``invalid: N errors``, after the policy, which it names."""
+    errors = sum(1 for r in results for i in r.active if i.severity is Severity.ERROR)
+    line = "valid" if all(r.valid for r in results) else f"invalid: {plural(errors, 'error')}{loads}"
+    return line if policy is None else escape_line(f"{line} (policy: {policy.source})")
+
+
 def run_inspect(args: argparse.Namespace) -> int:
     path = args.path
     errors: list[str] = []
+    try:
+        policy, policies = _policy(args)
+    except PolicyError as exc:
+        _err(str(exc))
+        return EXIT_ERROR
     # The one grammar (validator.sources): a lone file or standard input gets
     # the tensor table; anything that names several files, the report.
     targets = list(resolve([path], errors, empty_is_error=False))
     lone = len(targets) == 1 and isinstance(targets[0], LocalFile | Stdin) and not os.path.isdir(path)
     if not lone:
-        return _inspect_many(args, targets, errors)
+        return _inspect_many(args, targets, errors, policy, policies)
     try:
-        planned = plan_target(targets[0], "header", args.profile, None, network_of(args))
+        planned = plan_target(targets[0], "header", args.profile, policy, network_of(args))
     except SourceError as exc:
         _err(str(exc))
         return EXIT_ERROR
     if not planned.reports:  # standard input that a loader would unpickle: judged as a folder's file
-        return _inspect_many(args, [], errors, [planned])
+        return _inspect_many(args, [], errors, policy, policies, [planned])
     report = planned.reports[0]
     path = report.path or path
+    result = header_result(report, args.profile, policy)
+    judge([result], policy)
+    code = exit_status([result], [], args.fail_on)
     if args.format == "json":
         json.dump(report.to_json(), sys.stdout, indent=2)
         sys.stdout.write("\n")
-        return EXIT_OK if report.valid else EXIT_INVALID
+        return code
     print(f"{escape_path(path)}: {_sizes(report)}")
     tensors = report.tensors or {}
     if report.tensors is not None:
@@ -120,21 +173,26 @@ def run_inspect(args: argparse.Namespace) -> int:
         for key, value in report.metadata.items():
             text = value if len(value) <= 200 else value[:200] + f"... ({len(value)} chars)"
             print(escape_line(f"  {key}: {text}"))
-    for finding in group_per_tensor(report.findings):
-        print(finding_line(path, finding))
+    for item in result.active:
+        print(finding_line(path, item.finding))
     loads = f" ({REFERENCE_LOADS})" if strict_only_failure(report.reference_valid, report.errors) else ""
-    print("valid" if report.valid else f"invalid: {plural(len(report.errors), 'error')}{loads}")
-    return EXIT_OK if report.valid else EXIT_INVALID
+    print(_verdict([result], policy, loads))
+    return code
 
 
-def _inspect_many(
-    args: argparse.Namespace, targets: list[Target], errors: list[str], planned: list[Planned] | None = None
+def _inspect_many(  # noqa: PLR0917 - one private call site
+    args: argparse.Namespace,
+    targets: list[Target],
+    errors: list[str],
+    policy: Policy | None,
+    policies: list[str],
+    planned: list[Planned] | None = None,
 ) -> int:
     """A checkpoint, folder or remote source: every file in it."""
     path = args.path
     planned = planned or []
     try:
-        planned += [plan_target(target, "header", args.profile, None, network_of(args)) for target in targets]
+        planned += [plan_target(target, "header", args.profile, policy, network_of(args)) for target in targets]
     except SourceError as exc:
         errors.append(str(exc))
     judged = any(p.links or p.via or any(o.findings for o in p.others) for p in planned)
@@ -147,16 +205,17 @@ def _inspect_many(
     results = [
         r
         for p in planned
-        for r in take_verdicts(results_of(p, args.profile, None, tensors=True, inspect=True), p.verdicts, p.via)
+        for r in take_verdicts(results_of(p, args.profile, policy, tensors=True, inspect=True), p.verdicts, p.via)
     ]
-    judge(results, None)
+    judge(results, policy)
     if args.format == "json":
         from validator.report.formats import write  # noqa: PLC0415 - only for this output
 
-        write("json", sys.stdout, results, [], 0.0, profile=args.profile, command="inspect")
+        write("json", sys.stdout, results, [], 0.0, profile=args.profile, policies=policies, command="inspect")
     else:
         _inspect_text(planned, args.profile)
-    return EXIT_OK if all(r.valid for r in results) else EXIT_INVALID
+        print(_verdict(results, policy))
+    return exit_status(results, [], args.fail_on)
 
 
 def _other_lines(planned: list[Planned]) -> Iterator[str]:
