@@ -54,3 +54,15 @@ def test_inspect_fail_on_never(project, capsys):
     assert main(["inspect", "--fail-on", "never", "models/model.safetensors"]) == 0
     last = capsys.readouterr().out.splitlines()[-1]
     assert last == f"invalid: 1 error (policy: {project / 'pyproject.toml'} [tool.stcheck])"
+
+
+def test_inspect_of_a_pickle_on_standard_input_lists_it_without_a_traceback(capsys, monkeypatch):
+    import io
+    import pickle
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(pickle.dumps({"step": 1}))))
+    assert main(["inspect", "--no-config", "-"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("<stdin>: ST705 pickle-weights-only this is a Python pickle")
+    assert out[-2:] == ["1 other file: 1 pickle", "valid"]
