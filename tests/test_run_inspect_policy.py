@@ -64,5 +64,6 @@ def test_inspect_of_a_pickle_on_standard_input_lists_it_without_a_traceback(caps
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(pickle.dumps({"step": 1}))))
     assert main(["inspect", "--no-config", "-"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("<stdin>: ST705 pickle-weights-only this is a Python pickle")
+    assert out[0] == f"<stdin>: {len(pickle.dumps({'step': 1}))} bytes, pickle"
+    assert out[1].startswith("<stdin>: ST705 pickle-weights-only this is a Python pickle")
     assert out[-2:] == ["1 other file: 1 pickle", "valid"]
