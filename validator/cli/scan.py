@@ -19,7 +19,7 @@ import importlib.util
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from validator._display import escape_line, plural
 from validator.cli.options import add_remote_options, add_scale_options, add_signature_options, network_of
@@ -100,6 +100,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _fail(message: str) -> int:
     return fail("scan", message)
+
+
+# VetOptions' fields as `stcheck scan` spells them, for VetError.worded.
+FLAGS: Final = {
+    "hf_cache": "--hf-cache",
+    "chunk_size": "--chunk-size",
+    "deep": "--deep",
+    "sha256": "--sha256",
+    "checksums": "--checksums",
+    "timeout_per_file": "--timeout-per-file",
+}
 
 
 def want_progress(mode: str) -> bool:
@@ -218,9 +229,19 @@ def options_of(args: argparse.Namespace) -> VetOptions:
     )
 
 
-def run_scan(args: argparse.Namespace) -> int:
+def _refused(args: argparse.Namespace) -> str | None:
+    """What the command refuses before the run, in its own words."""
     if args.format == "cyclonedx" and importlib.util.find_spec("cyclonedx") is None:
-        return _fail(f"--format cyclonedx needs cyclonedx-python-lib: {install_hint('sbom')}")
+        return f"--format cyclonedx needs cyclonedx-python-lib: {install_hint('sbom')}"
+    if not args.paths and args.hf_cache is None:
+        return "give at least one PATH, or --hf-cache"
+    return None
+
+
+def run_scan(args: argparse.Namespace) -> int:
+    refused = _refused(args)
+    if refused is not None:
+        return _fail(refused)
     if args.quiet:
         args.progress = "never" if args.progress == "auto" else args.progress
 
@@ -242,7 +263,7 @@ def run_scan(args: argparse.Namespace) -> int:
             on_note=lambda text: note(text) if text.startswith("not reading ") else notes.append(text),
         )
     except VetError as exc:
-        return _fail(str(exc))
+        return _fail(exc.worded(FLAGS))
     problem = write_reports(
         args,
         vetted.results,

@@ -44,7 +44,7 @@ from validator.sources.schemes import STDIN
 from validator.sources.targets import resolve
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Sequence
+    from collections.abc import Callable, Iterator, Mapping, Sequence
     from contextlib import AbstractContextManager
 
     from validator.config.policy import Policy
@@ -60,7 +60,30 @@ __all__ = ["VetError", "VetOptions", "Vetted", "vet"]
 
 class VetError(StcheckError, ValueError):
     """The run cannot start: options that cannot work together, a bad
-    policy, checksum list, key or cache, or nothing to vet at all."""
+    policy, checksum list, key or cache, or nothing to vet at all.
+
+    Its message names VetOptions' own fields (``chunk_size``); ``worded``
+    gives it in another spelling of them (`stcheck scan`'s flags)."""
+
+    def __init__(self, message: str, *, template: str = "", fields: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.template = template or message
+        self.fields = fields
+
+    @classmethod
+    def naming(cls, template: str, *fields: str) -> VetError:
+        """An error whose ``template`` names each of ``fields`` as ``{field}``."""
+        message = template
+        for name in fields:
+            message = message.replace("{" + name + "}", name)
+        return cls(message, template=template, fields=fields)
+
+    def worded(self, names: Mapping[str, str]) -> str:
+        """The message with each field it names spelt as ``names`` spells it."""
+        message = self.template
+        for name in self.fields:
+            message = message.replace("{" + name + "}", names.get(name, name))
+        return message
 
 
 @dataclass(frozen=True)
@@ -127,19 +150,21 @@ class Vetted:
 
 def _check_options(paths: Sequence[str], options: VetOptions) -> None:
     if not paths and options.hf_cache is None:
-        raise VetError("give at least one PATH, or --hf-cache")
+        raise VetError.naming("give at least one path, or {hf_cache}", "hf_cache")
     if options.chunk_size < 4096:
-        raise VetError("--chunk-size must be at least 4096")
+        raise VetError.naming("{chunk_size} must be at least 4096", "chunk_size")
     if options.profile not in {p.value for p in Profile}:
         raise VetError(f"unknown profile {options.profile!r}: strict or reference")
     if options.fail_on not in {"error", "warning", "never"}:
         raise VetError(f"unknown fail_on {options.fail_on!r}: error, warning or never")
     if STDIN in paths and (options.deep or options.sha256 or options.checksums or list(paths).count(STDIN) > 1):
-        raise VetError("- (standard input, once) is checked from its header only: --deep and digests need a file")
+        raise VetError.naming(
+            "- (standard input, once) is checked from its header only: {deep} and digests need a file", "deep"
+        )
     if options.deep and importlib.util.find_spec("numpy") is None:
-        raise VetError(f"--deep needs numpy: {install_hint('scan')}")
+        raise VetError.naming("{deep} needs numpy: " + install_hint("scan"), "deep")
     if options.timeout_per_file is not None and not options.timeout_per_file > 0:
-        raise VetError("--timeout-per-file must be a positive number of seconds")
+        raise VetError.naming("{timeout_per_file} must be a positive number of seconds", "timeout_per_file")
 
 
 def _hub_revisions(results: list[FileResult]) -> None:
@@ -207,8 +232,8 @@ def vet(
         raise VetError(str(exc)) from exc
     jobs = [job for p in planned for job in p.jobs]
     if sha256 is not None and len(jobs) != 1:
-        msg = f"--sha256 names the digest of one file, but {plural(len(jobs), 'file')} were found; use --checksums"
-        raise VetError(msg)
+        msg = f"{{sha256}} names the digest of one file, but {plural(len(jobs), 'file')} were found; use {{checksums}}"
+        raise VetError.naming(msg, "sha256", "checksums")
     missing = _missing_listed(checksums)
     # Each job's target, by ordinal; a listed file not on disk comes after every target.
     ordinals = [p.ordinal for p in planned for _ in p.jobs] + [len(planned)] * len(missing)
