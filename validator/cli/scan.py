@@ -92,7 +92,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="progress on stderr: auto, a bar on a terminal; always, also a line every few seconds in a log "
         "(default auto; never with --quiet)",
     )
-    add_remote_options(p)  # remote/checkpoint hook (validator.sources.targets)
+    add_remote_options(p)  # remote sources (validator.sources.schemes)
     add_signature_options(p)  # --public-key, --certificate-chain, --signature, --identity
     p.add_argument("--progress-interval", type=float, default=5.0, help=argparse.SUPPRESS)
     p.set_defaults(run=run_scan)

@@ -1,17 +1,16 @@
-# Strategy: `stcheck scan` as a pipeline of plain data.  Discovery turns
-# paths (or a Hugging Face hub cache) into Jobs; `scan_file` turns one Job
-# into a FileResult in a worker process; the command sorts the results back
-# into discovery order and hands them to a report format.  A file is opened
+# Strategy: the read stage of `stcheck scan` and vet(), as plain data.  The
+# plan (validator.pipeline.plan) turns targets into Jobs; `scan_file` turns
+# one Job into a FileResult in a worker process; `run_jobs` keeps job order,
+# and vet groups the results by their target's ordinal.  A file is opened
 # once: the validator reads the prefix and header through the descriptor,
 # then, only when a deep scan or a digest is wanted, one sequential pass
-# (scan/reading.py) reads the whole file in chunks, hashing them in a worker
-# thread while the numpy deep checks run in this one: a file is read once.
+# (validator.read.reading) reads the whole file in chunks, hashing them in a
+# worker thread while the numpy deep checks run in this one.  The findings
+# are left unjudged: the policy's checks run here (they need the header),
+# its severities are applied by the judge (validator.pipeline.judge).
 #
-# Hub cache layout (huggingface_hub): <cache>/models--<org>--<name>/
-# snapshots/<revision>/<path> are symlinks to ../../blobs/<hash>, where an
-# LFS file's blob is named by its sha256 and a small git file's blob by its
-# git blob id.  A blob shared by several snapshots is read once and
-# reported under each file that points to it.
+# A hub-cache blob shared by several snapshots (validator.pipeline.hubcache)
+# is one job, read once and reported under each name that points to it.
 # Paths are str, handled with os.path as in the rest of the package.
 # ruff: noqa: PTH116, PTH123
 from __future__ import annotations
@@ -44,6 +43,24 @@ if TYPE_CHECKING:
 
     from validator._findings import Finding
 
+__all__ = [
+    "DEFAULT_CHUNK",
+    "INCOMPLETE",
+    "Job",
+    "JobKind",
+    "Options",
+    "cap_per_rule",
+    "choose_expected",
+    "expand",
+    "expected_for",
+    "finish_items",
+    "job_options",
+    "run_jobs",
+    "scan_file",
+    "stderr_is_tty",
+    "total_size",
+]
+
 INCOMPLETE: Final = HUB_INCOMPLETE
 # A file to read; an interrupted hub download (a .incomplete blob); a file a
 # checksum list names that is not on disk.
@@ -63,7 +80,7 @@ class Job:
     policy: Policy | None = None  # the policy in force for this file (given, or found above it)
     kind: JobKind = "file"
     listed_by: str | None = None  # for "missing": the checksum line that names the file
-    digests: tuple[DigestSpec, ...] = ()  # digests to compute in the read (a model signature's, scan.signhash)
+    digests: tuple[DigestSpec, ...] = ()  # digests to compute in the read (a signature's: signing.signhash)
 
 
 @dataclass(frozen=True)
@@ -76,9 +93,6 @@ class Options:
     sha256: str | None = None  # --sha256: applies to every file given
     checksums: dict[str, Expected] | None = None
     chunk_size: int = DEFAULT_CHUNK
-
-
-# -- discovery ---------------------------------------------------------------
 
 
 # -- one file ----------------------------------------------------------------

@@ -22,8 +22,8 @@
 # the last range finds it when its bytes are not all zero; otherwise its
 # task searches backwards for it and streams a second scanner over the tail
 # only (all zeros, so cheap), keeping that scanner's data-zero-tail finding.
-# Every task stamps the file (size, mtime, ctime, inode: validator/scan/
-# identity.py) when it opens it and again when it is done; a file that
+# Every task stamps the file (size, mtime, ctime, inode: validator.read.
+# identity) when it opens it and again when it is done; a file that
 # changed during a task or between tasks is reported unreadable rather than
 # merged from two versions.  The planning task's stamp and header digest are
 # the merged result's, for the results cache.
@@ -56,6 +56,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from validator._findings import Finding, TensorInfo
+
+__all__ = ["HashPart", "Plan", "RangePart", "cut", "failed", "hash_file", "merge", "plan", "scan_range", "scan_split"]
 
 
 @dataclass

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
     from validator.pipeline.engine import Job, Options
 
+__all__ = ["ScaleError", "timed_scan", "timeout_result"]
+
 
 class ScaleError(StcheckError):
     """A cache or cluster problem that stops the scan (exit code 2)."""

@@ -38,7 +38,7 @@ from validator.pipeline.plan import Planned, plan_target, results_of
 from validator.pipeline.signed import Signing
 from validator.pipeline.verdicts import take_verdicts
 from validator.read.integrity import normalise_sha256, read_checksums
-from validator.report.results import exit_status
+from validator.report.results import FailOn, exit_status
 from validator.signing.base import SigningSetupError
 from validator.sources.schemes import STDIN
 from validator.sources.targets import resolve
@@ -96,7 +96,7 @@ class VetOptions:
     no_config: bool = False
     select: Sequence[str] = ()
     ignore: Sequence[str] = ()
-    fail_on: str = "error"  # error, warning or never
+    fail_on: FailOn = "error"
     sha256: str | None = None
     checksums: str | None = None
     hf_cache: str | None = None  # a hub cache to scan; "" for the default one

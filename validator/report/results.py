@@ -1,7 +1,8 @@
 # Strategy: what `stcheck check` and `stcheck scan` report about one file,
 # as plain data that every output format reads (validator.report.formats).
 # The scan engine fills a FileResult in its worker processes; `check` builds
-# them from the validator's reports in its own process (validator.sources.targets).
+# them from the validator's reports in its own process (validator.pipeline.plan),
+# and the judge (validator.pipeline.judge) applies the policy to them.
 # This module imports only the core and the policy's item type, so that
 # `stcheck check FILE` loads neither the scan engine, nor multiprocessing,
 # nor numpy (tests/test_layering.py).
@@ -58,7 +59,7 @@ class FileResult(ReportBase[ScanItem]):
     policy: str | None = None  # where the policy in force came from
     not_listed: int = 0  # findings beyond the per-rule cap: counted, not kept
     cached: bool = False  # replayed from a results cache (validator.pipeline.cache), not read
-    signed: dict[str, list[str]] | None = None  # the job's `digests`, by label (scan.signhash); never reported
+    signed: dict[str, list[str]] | None = None  # the job's `digests`, by label (signing.signhash); never reported
     dtypes: dict[str, list[int]] | None = None  # dtype -> [tensors, parameters], for the CycloneDX BOM
     # Which bytes the verdict is about (validator.read.identity), for the
     # cache; never part of a report.  ``stamp``: the descriptor's fstat at
@@ -67,7 +68,7 @@ class FileResult(ReportBase[ScanItem]):
     header_span: int = 0  # validation read bytes [0, header_span)...
     header_sha256: str | None = None  # ...whose sha256 this is
     checked: tuple[str, str, str] | None = None  # the digest compared with: (algorithm, hex, source)
-    file_kind: str | None = None  # a folder's other file: its kind (validator.sources.kinds), set by scan.verdicts
+    file_kind: str | None = None  # a folder's other file: its kind (sources.kinds), set by pipeline.verdicts
     pickle: dict[str, Any] | None = None  # a pickle's static reading (validator.sources.kinds.pickle_json)
     reference_valid: bool | None = None  # safetensors 0.8.0 reads it (Report.reference_valid); None: not validated
     # What `check` and `inspect` know beyond a scan: the tensor table (JSON
