@@ -1,15 +1,19 @@
 # Strategy: `vet`, the one run from arguments to a verdict, which
 # `stcheck scan` and the library call both go through, so they cannot
 # disagree.  The stages, in order:
-#   1. resolve: the policy in force (validator.config.resolve), then every
-#      argument into targets (validator.sources, through the plan in
-#      validator.pipeline.plan) and a hub cache into jobs (hubcache);
-#   2. signatures are verified before any file is read (pipeline.signed),
-#      and each signed file's digests are added to its job;
-#   3. the one read of each file (format, deep checks, digests) in a worker
-#      pool, a Dask cluster or through the results cache (pipeline.runner);
-#   4. judge: the other files' verdicts and the signature comparison are
-#      attached, the policy applied, the exit status computed.
+#   1. plan: the policy in force (validator.config.resolve); every argument,
+#      and a hub cache, resolved into numbered targets (validator.sources),
+#      each planned by validator.pipeline.plan into results it finishes
+#      itself and jobs for the read; signatures are verified before any file
+#      is read (pipeline.signed), and each signed file's digests are added
+#      to its job;
+#   2. read: the one read of each file (format, deep checks, digests) in a
+#      worker pool, a Dask cluster or through the results cache
+#      (pipeline.runner); its results are grouped by their target's
+#      ordinal, and each target's verdicts (another file's kind, a link's
+#      finding) taken into them (pipeline.verdicts);
+#   3. signatures: the digests compared with each signature (pipeline.signed);
+#   4. judge: the policy applied once (pipeline.judge), the exit status computed.
 # The report writers (validator.report) take what `vet` returns; the
 # command line only parses its options into VetOptions and writes reports.
 # Paths are str, handled with os.path as in the rest of the package.
