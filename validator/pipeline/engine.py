@@ -35,7 +35,7 @@ from validator.read.identity import SeenHeader, stamp_of, validate_fd
 from validator.read.integrity import Expected, check_digest, lookup
 from validator.read.reading import read_pass
 from validator.report.group import group_per_tensor
-from validator.report.results import FileResult, ResultKind
+from validator.report.results import FileResult, ReadRecord, ResultKind
 from validator.signing.signhash import DigestSpec, SignedDigester, make_digester, tensor_inventory
 
 if TYPE_CHECKING:
@@ -165,7 +165,7 @@ def _not_a_file(job: Job, result: FileResult) -> None:
         size = os.lstat(job.path).st_size
         result.file_size = size
         with contextlib.suppress(OSError):  # the verdict is about this blob as it is now
-            result.stamp = stamp_of(os.stat(job.path))
+            result.read = ReadRecord(stamp_of(os.stat(job.path)))
         out.add(
             "download-incomplete",
             f"an interrupted download ({plural(size, 'byte')} so far): resume or restart it, or delete the blob",
@@ -193,10 +193,9 @@ def _scan_into(
         result.file_size = size
         report = None
         findings: list[Finding] = []
+        seen = SeenHeader()
         if job.validate:
-            seen = SeenHeader()
             report = validate_fd(fh.fileno(), size, options.profile, seen, result.path)
-            result.header_span, result.header_sha256 = seen.span, seen.sha256
             findings.extend(report.findings)
             result.not_listed += report.suppressed
             result.header_size = report.header_size
@@ -238,7 +237,8 @@ def _scan_into(
         if digester is not None and want_digest:
             check_digest(digester, expected, out, required=required)
         # Stamped only when the bytes did not change while they were read.
-        result.stamp = opened if stamp_of(os.fstat(fh.fileno())) == opened else None
+        stamp = opened if stamp_of(os.fstat(fh.fileno())) == opened else None
+        result.read = ReadRecord(stamp, seen.span, seen.sha256)
     finish_items(result, [*findings, *out.findings], out.dropped, policy)
 
 

@@ -49,7 +49,7 @@ from validator.pipeline.engine import (
 )
 from validator.read.identity import SeenHeader, Stamp, same_file, stamp_of, validate_fd
 from validator.read.integrity import Digester, check_digest
-from validator.report.results import FileResult
+from validator.report.results import FileResult, ReadRecord
 from validator.signing.signhash import WHOLE_SHA256, tensor_inventory
 
 if TYPE_CHECKING:
@@ -292,8 +292,7 @@ def merge(job: Job, options: Options, plan_: Plan, parts: Sequence[RangePart], d
     result.sha256 = digest.sha256
     result.bytes_read = digest.bytes_read
     result.deep = totals
-    result.stamp = plan_.stamp
-    result.header_span, result.header_sha256 = plan_.header_span, plan_.header_sha256
+    result.read = ReadRecord(plan_.stamp, plan_.header_span, plan_.header_sha256)
     result.checked = digest.checked
     # Capped and grouped exactly as a whole-file scan_file does.
     kept, dropped = cap_per_rule(findings)

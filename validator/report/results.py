@@ -21,7 +21,17 @@ if TYPE_CHECKING:
     from validator._findings import Finding
     from validator.read.identity import Stamp
 
-__all__ = ["EXIT_ERROR", "EXIT_INVALID", "EXIT_OK", "FailOn", "FileResult", "ResultKind", "exit_status"]
+__all__ = [
+    "EXIT_ERROR",
+    "EXIT_INVALID",
+    "EXIT_OK",
+    "NOT_READ",
+    "FailOn",
+    "FileResult",
+    "ReadRecord",
+    "ResultKind",
+    "exit_status",
+]
 
 # What a result is about: a safetensors file; a hub blob or a file read for
 # its digest only; a checkpoint's index; a link the walk flagged; another
@@ -34,6 +44,19 @@ FailOn: TypeAlias = Literal["error", "warning", "never"]
 EXIT_OK: Final = 0  # no failing finding
 EXIT_INVALID: Final = 1  # a finding at a failing severity (after the policy)
 EXIT_ERROR: Final = 2  # a usage or I/O error: unreadable input, nothing to check
+
+
+@dataclass(frozen=True, slots=True)
+class ReadRecord:
+    """Which bytes a verdict is about (validator.read.identity), as the read
+    stage saw them: for the results cache, never part of a report."""
+
+    stamp: Stamp | None = None  # the descriptor's fstat at open; None: not read, or changed while read
+    header_span: int = 0  # validation read bytes [0, header_span)...
+    header_sha256: str | None = None  # ...whose sha256 this is
+
+
+NOT_READ: Final = ReadRecord()
 
 
 @dataclass
@@ -61,12 +84,7 @@ class FileResult(ReportBase[ScanItem]):
     cached: bool = False  # replayed from a results cache (validator.pipeline.cache), not read
     signed: dict[str, list[str]] | None = None  # the job's `digests`, by label (signing.signhash); never reported
     dtypes: dict[str, list[int]] | None = None  # dtype -> [tensors, parameters], for the CycloneDX BOM
-    # Which bytes the verdict is about (validator.read.identity), for the
-    # cache; never part of a report.  ``stamp``: the descriptor's fstat at
-    # open, None when the file was not read or changed while it was read.
-    stamp: Stamp | None = None
-    header_span: int = 0  # validation read bytes [0, header_span)...
-    header_sha256: str | None = None  # ...whose sha256 this is
+    read: ReadRecord = NOT_READ  # which bytes the verdict is about: for the cache, never reported
     checked: tuple[str, str, str] | None = None  # the digest compared with: (algorithm, hex, source)
     file_kind: str | None = None  # a folder's other file: its kind (sources.kinds), set by pipeline.verdicts
     pickle: dict[str, Any] | None = None  # a pickle's static reading (validator.sources.kinds.pickle_json)
