@@ -37,8 +37,9 @@ from validator.io.index import (
     unsafe_shard_name,
 )
 from validator.io.names import SUFFIX
-from validator.remote._http import Client, Options, RemoteFile, fetch_small
+from validator.remote._http import Client, Options, fetch_small
 from validator.remote._hub import HubRepo, is_hf, parse_hf, resolve
+from validator.remote._ranged import RemoteFile
 from validator.remote._snapshot import from_cache, not_cached
 
 if TYPE_CHECKING:
