@@ -8,7 +8,8 @@
 # headers are fetched concurrently, `concurrency` at a time; the cross-shard
 # checks are io.checkpoint's, shared with local checkpoints.
 #
-# Sources: http(s) URLs, and hf:// addresses resolved through _hub.  A whole
+# Sources: http(s) URLs, and hf:// addresses resolved through _hub (or
+# through _snapshot, from the hub cache alone, when it can answer).  A whole
 # repository (or a folder of one) is expanded into its indexes, each checked
 # as one checkpoint with its shards, and the *.safetensors files no index
 # names, each checked alone.

@@ -6,7 +6,9 @@
 # the commit a branch or tag points to and every file's size and, for LFS
 # files, its sha256; every file is then addressed at that commit, so an
 # index and its shards are read from the same revision.  A file already in
-# the local cache at that commit is checked there, without the network.
+# the local cache at that commit is checked there; when the cache alone can
+# answer (a file at a full commit, or anything offline), _snapshot plans the
+# address with no call to the hub at all.
 #
 # Grammar (the one huggingface_hub's HfFileSystem uses):
 #   hf://[models/|datasets/|spaces/]NAMESPACE/NAME[@REVISION][/PATH]
@@ -212,7 +214,7 @@ def resolve(
 def unreachable(where: str, endpoint: str, reason: str) -> RemoteError:
     """The error for a hub that could not be reached: it names the host, and the way to check offline."""
     host = urlsplit(endpoint).netloc or endpoint
-    return RemoteError(f"{where}: cannot reach the hub at {host}: {reason}; {OFFLINE_HINT}")
+    return RemoteError(f"{where}: cannot reach the hub at {host}: {reason.rstrip('.')}; {OFFLINE_HINT}")
 
 
 def _no_answer(exc: BaseException) -> bool:
