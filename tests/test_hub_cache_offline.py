@@ -133,6 +133,12 @@ def test_offline_what_the_cache_lacks_is_an_error_that_says_so(cache, listener, 
         f"hf://org/model@{COMMIT[:12]}/other.safetensors: not in the hub cache at this commit, "
         f"and HF_HUB_OFFLINE is set; {HINT}"
     )
+    with pytest.raises(RemoteError) as caught:
+        check_source(f"hf://org/model@{COMMIT}/docs", options=FAST)
+    assert str(caught.value) == (
+        f"hf://org/model@{COMMIT[:12]}/docs: no *.safetensors file or index in the hub cache at this commit "
+        "(HF_HUB_OFFLINE is set)"
+    )
     (cache / "ckpt" / "model-00002-of-00002.safetensors").unlink()  # a shard never downloaded
     with pytest.raises(RemoteError, match=r"ckpt/model-00002-of-00002\.safetensors: not in the hub cache"):
         check_source(f"hf://org/model@{COMMIT}", options=FAST)

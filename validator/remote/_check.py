@@ -345,7 +345,8 @@ def plan(source: str, options: Options, *, cache: bool = True) -> Plan:
     files = [p for p in inside if p.endswith(SUFFIX)]
     if not indexes and not files:
         where = repo.display(folder) if folder else repo.display("")
-        raise RemoteError(f"{where}: no *.safetensors file or index in the repository", status=404)
+        there = "the repository" if repo.complete else "the hub cache at this commit (HF_HUB_OFFLINE is set)"
+        raise RemoteError(f"{where}: no *.safetensors file or index in {there}", status=404)
     return Plan([_hub_index(repo, p, local=cache) for p in indexes], [_hub_entry(repo, p) for p in files], repo)
 
 
