@@ -39,7 +39,7 @@ from validator.pipeline.verdicts import attach, link_result, one_entry_per_path
 from validator.read.integrity import normalise_sha256, read_checksums
 from validator.report.results import exit_status
 from validator.signing.base import SigningSetupError
-from validator.sources.schemes import STDIN
+from validator.sources.schemes import STDIN, is_remote
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
@@ -134,6 +134,11 @@ def _check_options(paths: Sequence[str], options: VetOptions) -> None:
         raise VetError(f"unknown fail_on {options.fail_on!r}: error, warning or never")
     if STDIN in paths and (options.deep or options.sha256 or options.checksums or list(paths).count(STDIN) > 1):
         raise VetError("- (standard input, once) is checked from its header only: --deep and digests need a file")
+    # A remote source is read from its header by range requests, as stdin is from its pipe (spec: Remote sources).
+    remote = next((p for p in paths if is_remote(p)), None)
+    if remote is not None and (options.deep or options.sha256 or options.checksums):
+        msg = "a remote source is checked from its header only (by range requests): --deep and digests need a file"
+        raise VetError(f"{remote}: {msg}; stcheck download reads it whole")
     if options.deep and importlib.util.find_spec("numpy") is None:
         raise VetError(f"--deep needs numpy: {install_hint('scan')}")
     if options.timeout_per_file is not None and not options.timeout_per_file > 0:

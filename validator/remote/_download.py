@@ -236,7 +236,7 @@ def download(  # noqa: C901 - one branch per source kind and failure
     prof = as_profile(profile)
     opts = options or Options()
     with Client(opts) as client:
-        found = plan(source, opts)
+        found = plan(source, opts, cache=False)  # a download needs the hub's listing and bytes
         _check_output(out_dir, found)
         vetted: dict[str, RemoteHeader] = {}  # by URL: the header each file was vetted from
 
