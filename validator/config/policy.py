@@ -29,7 +29,7 @@ from validator._display import plural
 from validator._dtypes import DTYPE_BITS
 from validator._errors import SourceError, StcheckError
 from validator._inputs import POLICY_LIMIT, read_input
-from validator._rules import BY_CODE, BY_SLUG, Rule, Severity
+from validator._rules import Rule, Severity, find_rule, unknown_rule
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -158,9 +158,9 @@ def _rule_settings(where: str, value: object) -> dict[str, RuleSetting]:  # noqa
     out: dict[str, RuleSetting] = {}
     for key, body in value.items():
         here = f"{where}.{key}"
-        found: Rule | None = BY_SLUG.get(key) or BY_CODE.get(key)
+        found = find_rule(key)
         if found is None:
-            raise PolicyError(f"{here}: unknown rule {key!r} (see `stcheck rules`)")
+            raise PolicyError(f"{here}: {unknown_rule(key)}")
         if not isinstance(body, dict):
             raise PolicyError(f"{here}: expected a table with 'reason' and 'severity' or 'ignore'")
         extra = set(body) - {"reason", "severity", "ignore"}

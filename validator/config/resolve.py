@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from validator._rules import BY_CODE, BY_SLUG, RULES, Rule
+from validator._rules import RULES, Rule, did_you_mean, find_rule
 from validator.config.policy import (
     Policy,
     PolicyError,
@@ -38,18 +38,14 @@ def _matching(token: str, option: str) -> list[Rule]:
     key = token.strip()
     if key.upper() == "ALL":
         return list(RULES)
-    rule = BY_SLUG.get(key) or BY_CODE.get(key.upper())
+    rule = find_rule(key)
     if rule is not None:
         return [rule]
     if key[:2].upper() == "ST" and key[2:].isdigit() and len(key) < 5:
         found = [r for r in RULES if r.code.startswith(key.upper())]
         if found:
             return found
-    import difflib  # noqa: PLC0415 - only for a rule no code, slug or prefix names
-
-    names = [r.slug for r in RULES] + [r.code for r in RULES]
-    close = difflib.get_close_matches(key, names, n=1)
-    hint = f"; did you mean {close[0]}?" if close else "; `stcheck rules` lists them"
+    hint = did_you_mean(key) or "; `stcheck rules` lists them"
     msg = f"{option} {token}: no rule has this code, slug or code prefix{hint}"
     raise PolicyError(msg)
 
