@@ -13,14 +13,20 @@
 # Configuration comes from the user, never from what is vetted: without
 # --policy, the [tool.stcheck] table of the nearest pyproject.toml from the
 # working directory upward applies (the user's own project, as ruff and
-# pre-commit users expect), and a pyproject.toml that lies inside a scanned
-# path is never read, so a downloaded repository cannot ignore rules for
-# its own files.  --no-config skips discovery.
+# pre-commit users expect).  One that lies inside a scanned path applies only
+# where it sits at the root of the user's checkout (`check .` from the
+# project's root): a .git or .hg beside it that is not a clone of a model
+# hub.  A download (a hub snapshot, a `stcheck download` or `hf download`
+# folder, an unpacked archive, a `git clone` of a hub repository) has no such
+# root, so it cannot ignore rules for its own files, even when the working
+# directory is the download (spec/SPEC.md, "Where the policy comes from").
+# --no-config skips discovery.
 # Paths are str, handled with os.path as in the rest of the package.
 # ruff: noqa: PTH100, PTH109, PTH112, PTH113, PTH118, PTH119, PTH120, PTH123
 from __future__ import annotations
 
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
@@ -281,11 +287,35 @@ def _names_stcheck(path: str) -> bool:
         return False
 
 
+# The hosts a `git clone` of a model hub's repository names as its remote.
+_HUB_REMOTE: Final = re.compile(rb"(?mi)^\s*url\s*=\s*\S*?(?:[/@.]|^)(?:huggingface\.co|hf\.co)(?:[:/]|$)")
+
+
+def _users_checkout(folder: str) -> bool:
+    """Whether ``folder`` is the root of a checkout of the user's own: a .git
+    or .hg beside its pyproject.toml, and no model hub as a remote.
+
+    Git writes .git/config at clone time, and nothing in the cloned
+    repository can change its remote; a hub snapshot, a downloaded folder or
+    an unpacked archive has no .git at all."""
+    git = os.path.join(folder, ".git")
+    if os.path.isdir(git):
+        try:
+            with open(os.path.join(git, "config"), "rb") as fh:
+                config = fh.read(1 << 16)
+        except OSError:
+            config = b""
+        return _HUB_REMOTE.search(config) is None
+    return os.path.isfile(git) or os.path.isdir(os.path.join(folder, ".hg"))  # a worktree or submodule; Mercurial
+
+
 def discover_policy(scanned: Sequence[str] = (), start: str | None = None) -> Discovery:
     """The user's policy: the [tool.stcheck] table of the nearest
     pyproject.toml from ``start`` (default: the working directory) upward
     that has one, passing over every candidate that lies inside one of the
-    ``scanned`` paths.
+    ``scanned`` paths, unless it sits at the root of the user's own checkout
+    (a .git or .hg beside it, not cloned from a model hub): `check .` from
+    a project's root applies the project's policy.
 
     Configuration comes from the user, never from what is vetted: a
     downloaded repository's own pyproject.toml is not read (not even parsed),
@@ -297,7 +327,7 @@ def discover_policy(scanned: Sequence[str] = (), start: str | None = None) -> Di
     while True:
         candidate = os.path.join(here, "pyproject.toml")
         if os.path.isfile(candidate):
-            if _inside_any(candidate, scanned):
+            if _inside_any(candidate, scanned) and not _users_checkout(here):
                 if _names_stcheck(candidate):
                     passed.append(candidate)
             else:
