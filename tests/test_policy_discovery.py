@@ -107,6 +107,19 @@ def test_a_download_as_the_working_directory_never_configures_itself(
     assert f"not reading {here / 'pyproject.toml'}: it lies inside a" in err
 
 
+def test_a_clone_from_the_users_hub_mirror_is_a_download(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from validator.config.policy import discover_policy
+
+    clone = _download(tmp_path / "dl")
+    write(clone / ".git" / "config", b'[remote "origin"]\n\turl = https://hf-mirror.example/acme/tiny\n')
+    monkeypatch.chdir(clone)
+    monkeypatch.delenv("HF_ENDPOINT", raising=False)
+    assert discover_policy(["."]).policy is not None  # a clone from elsewhere: your checkout
+    monkeypatch.setenv("HF_ENDPOINT", "https://hf-mirror.example")
+    found = discover_policy(["."])
+    assert (found.policy, found.passed_over) == (None, (str(clone / "pyproject.toml"),))
+
+
 def test_a_checkout_above_a_download_does_not_adopt_the_downloads_policy(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -287,13 +287,29 @@ def _names_stcheck(path: str) -> bool:
         return False
 
 
-# The hosts a `git clone` of a model hub's repository names as its remote.
-_HUB_REMOTE: Final = re.compile(rb"(?mi)^\s*url\s*=\s*\S*?(?:[/@.]|^)(?:huggingface\.co|hf\.co)(?:[:/]|$)")
+# The hosts a `git clone` of a model hub's repository names as its remote
+# (and the user's $HF_ENDPOINT, a mirror of the hub).
+_HUB_HOSTS: Final = ("huggingface.co", "hf.co")
+
+
+def _hub_remote(hosts: Sequence[str]) -> re.Pattern[bytes]:
+    names = b"|".join(re.escape(h.encode("utf-8", "surrogateescape")) for h in hosts)
+    return re.compile(rb"(?mi)^\s*url\s*=\s*\S*?(?:[/@.]|^)(?:" + names + rb")(?:[:/]|$)")
+
+
+def _hub_hosts() -> tuple[str, ...]:
+    from urllib.parse import urlsplit  # noqa: PLC0415 - only for a pyproject.toml inside a checked path
+
+    from validator.config.settings import environment  # noqa: PLC0415 - as above
+
+    endpoint = environment().hf_endpoint
+    mirror = urlsplit(endpoint).hostname if endpoint else None
+    return (*_HUB_HOSTS, mirror) if mirror else _HUB_HOSTS
 
 
 def _users_checkout(folder: str) -> bool:
     """Whether ``folder`` is the root of a checkout of the user's own: a .git
-    or .hg beside its pyproject.toml, and no model hub as a remote.
+    or .hg beside its pyproject.toml, and no model hub (nor $HF_ENDPOINT) as a remote.
 
     Git writes .git/config at clone time, and nothing in the cloned
     repository can change its remote; a hub snapshot, a downloaded folder or
@@ -305,7 +321,7 @@ def _users_checkout(folder: str) -> bool:
                 config = fh.read(1 << 16)
         except OSError:
             config = b""
-        return _HUB_REMOTE.search(config) is None
+        return _hub_remote(_hub_hosts()).search(config) is None
     return os.path.isfile(git) or os.path.isdir(os.path.join(folder, ".hg"))  # a worktree or submodule; Mercurial
 
 
