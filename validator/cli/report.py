@@ -25,7 +25,7 @@ from typing import IO, TYPE_CHECKING, Any, Final
 from validator._display import escape_line
 from validator._rules import Profile
 from validator.cli._common import EXIT_ERROR
-from validator.config.resolve import passed_over_note
+from validator.config.resolve import FLAG_NAMES, passed_over_note
 from validator.config.resolve import resolve_policy as resolve
 from validator.config.settings import environment
 from validator.report.format_common import Context
@@ -135,6 +135,7 @@ def resolve_policy(args: argparse.Namespace, checked: Sequence[str], command: st
         select=args.select,
         ignore=args.ignore,
         on_passed_over=passed_over,
+        spelling=FLAG_NAMES,
     )
 
 

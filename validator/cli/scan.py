@@ -22,7 +22,13 @@ import time
 from typing import TYPE_CHECKING
 
 from validator._display import escape_line, plural
-from validator.cli.options import add_remote_options, add_scale_options, add_signature_options, network_of
+from validator.cli.options import (
+    add_remote_options,
+    add_scale_options,
+    add_signature_options,
+    network_of,
+    rule_flags_problem,
+)
 from validator.cli.report import add_output_options, add_policy_options, add_profile_option, fail, write_reports
 from validator.config.install import install_hint
 from validator.pipeline.engine import DEFAULT_CHUNK, stderr_is_tty
@@ -218,9 +224,11 @@ def options_of(args: argparse.Namespace) -> VetOptions:
     )
 
 
-def run_scan(args: argparse.Namespace) -> int:
+def run_scan(args: argparse.Namespace) -> int:  # noqa: C901 - one early return per refused option
     if args.format == "cyclonedx" and importlib.util.find_spec("cyclonedx") is None:
         return _fail(f"--format cyclonedx needs cyclonedx-python-lib: {install_hint('sbom')}")
+    if (problem := rule_flags_problem(args)) is not None:  # by the flags typed, before vet() names its fields
+        return _fail(problem)
     if args.quiet:
         args.progress = "never" if args.progress == "auto" else args.progress
 

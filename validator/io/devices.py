@@ -22,6 +22,7 @@ from types import MappingProxyType
 from typing import Final
 
 from validator._errors import DeviceError
+from validator.io._extras import needs_extra
 
 
 @dataclass(frozen=True)
@@ -160,7 +161,8 @@ def platform_facts(kind: str) -> tuple[int, ...] | None:
 
 def ensure_available(device: str) -> str:
     """Check that torch can use ``device``; return it normalised."""
-    import torch  # noqa: PLC0415 - torch loads only when a device is checked
+    with needs_extra("torch tensors (framework='torch')"):
+        import torch  # noqa: PLC0415 - torch loads only when a device is checked
 
     kind, index = parse_device(device)
     if kind == "cuda":
