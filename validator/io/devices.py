@@ -19,7 +19,7 @@ import platform
 import re
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Final
+from typing import Final, Literal
 
 from validator._errors import DeviceError
 from validator.io._extras import needs_extra
@@ -35,7 +35,7 @@ class Capability:
     load (safetensors' own loaders do the same), each with the reason.
     """
 
-    kind: str
+    kind: Literal["cpu", "cuda", "mps", "jax:cpu", "mlx:cpu", "mlx:gpu", "paddle:cpu"]
     never: MappingProxyType[str, str]
     min_os: MappingProxyType[str, tuple[int, ...]]
     narrows: MappingProxyType[str, str] = field(default_factory=lambda: MappingProxyType({}))
