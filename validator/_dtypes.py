@@ -2,7 +2,7 @@
 # written.  The names, their order and their bit widths are those of the
 # `Dtype` enum of safetensors 0.8.0; names are case-sensitive.  The numpy
 # and torch maps (io/dtypes_np.py, io/dtypes_torch.py) and the deep scan's
-# NaN/Inf classes (scan/deep.py) are derived from it.
+# NaN/Inf classes (read/deep.py) are derived from it.
 from __future__ import annotations
 
 from types import MappingProxyType

@@ -1,5 +1,5 @@
 # Strategy: deep checks of tensor contents, fed by the single streaming pass
-# of scan/engine.py.  The file is read once, in fixed-size chunks into a reused
+# of pipeline/engine.py.  The file is read once, in fixed-size chunks into a reused
 # buffer; each chunk is handed to `DeepScanner.feed` together with its
 # absolute offset, and the scanner intersects it with the tensors' byte
 # ranges, so memory stays bounded whatever the size of a file or a tensor.
