@@ -179,7 +179,7 @@ def _signing(args: argparse.Namespace) -> Signatures | None:
         return None
     scheme = scheme_of(args.source)
     if scheme is not None and not scheme.can_sign:
-        raise OptionError("{path}: {noun} carries no model signature", path=args.source, noun=scheme.noun)
+        raise OptionError("{path}: {noun} carries no model signature", path=args.source, noun=scheme.called)
     return signing
 
 

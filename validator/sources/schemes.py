@@ -32,10 +32,15 @@ class Scheme:
     module: str
     extra: str
     what: str
-    noun: str  # how a message names one of its addresses: "an http(s) URL"
+    noun: str = ""  # how a message names one of its addresses ("an http(s) URL"; default "a PREFIX address")
     signatures: str | None = None  # the module that lists a signed folder (None: cannot be signed)
     download: bool = False  # `stcheck download` takes it
     local_cache: bool = False  # its files may be in a local cache (`scan --hf-cache`)
+
+    @property
+    def called(self) -> str:
+        """How a message names one of its addresses."""
+        return self.noun or f"a {self.prefix} address"
 
     @property
     def can_sign(self) -> bool:

@@ -143,7 +143,7 @@ class Signatures:
                     raise OptionError(
                         "{path}: {noun} carries no model signature; give {where}",
                         path=path,
-                        noun=scheme.noun,
+                        noun=scheme.called,
                         where=signable(),
                     )
                 case NotSignable(path):
@@ -175,7 +175,7 @@ class Signatures:
         (an empty list: the download may be kept)."""
         scheme = scheme_of(source)
         if scheme is None or not scheme.can_sign:
-            noun = "a local path" if scheme is None else scheme.noun
+            noun = "a local path" if scheme is None else scheme.called
             raise OptionError(
                 "{path}: {noun} carries no model signature; give {where}", path=source, noun=noun, where=signable()
             )
