@@ -14,10 +14,12 @@ import dataclasses
 import hashlib
 import hmac
 import json
+from importlib import resources
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 import pytest
+from jsonschema import Draft202012Validator
 
 import validator
 from tests.scan_fixtures import clean_file
@@ -147,6 +149,8 @@ def test_a_toy_scheme_is_signed_and_read_at_the_commit_listed(toy: Path) -> None
     assert record["path"] == PREFIX + "model.sig"
     assert vetted.exit_code == 0
     assert any(n.startswith(f"{PREFIX}model.sig: signature verified with public key") for n in vetted.notes)
+    schema = json.loads((resources.files("validator") / "schemas" / "report.schema.json").read_text("utf-8"))
+    Draft202012Validator(schema).validate(vetted.to_json())  # a new method's record is a report's like any other
 
 
 def test_a_toy_scheme_file_that_differs_from_its_signature_is_st802(toy: Path) -> None:

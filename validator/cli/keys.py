@@ -23,7 +23,6 @@ FLAGS: Final = {
     "issuer": "--issuer",
     "trust_config": "--trust-config",
     "signature": "--signature",
-    "signature_method": "--signature-method",
     "ignore_paths": "--ignore-path",
 }
 

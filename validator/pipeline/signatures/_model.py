@@ -69,6 +69,7 @@ class SignedModel:
     source: str | None = None  # a remote folder's address, as given
     commit: str | None = None  # ...and the commit its one listing named
     pinned: str | None = None  # ...and the address at that commit
+    signature_size: int | None = None  # ...and the size of the signature fetched from it
     status: Status = "none"
     detail: str | None = None
     manifest: Manifest | None = None

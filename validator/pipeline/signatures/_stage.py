@@ -260,7 +260,9 @@ class Signatures:
             result = by_path.get(model.where)
             if result is None:
                 result = by_path[model.where] = _made(model, model.where, "other")
-                result.file_size = None if model.listed else _size(model.where)
+                # A report gives every file but a remote index its size (report.schema.json).
+                fetched = model.signature_size
+                result.file_size = fetched if fetched is not None else _size(model.where)
                 results.append(result)
             result.signature = model.record(method, self.keys)
 

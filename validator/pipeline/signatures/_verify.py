@@ -150,6 +150,7 @@ def _verify_fetched(model: SignedModel, verifier: SignatureVerifier, keys: Keys,
             None, "signature-invalid", f"the signature is larger than the {MAX_SIGNATURE_SIZE} bytes stcheck reads"
         )
         return
+    model.signature_size = len(data)
     with tempfile.TemporaryDirectory(prefix="stcheck-sig-") as tmp:
         path = os.path.join(tmp, SIGNATURE_NAME)
         with open(path, "wb") as fh:
