@@ -12,13 +12,22 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol
 
+from validator.pipeline.signatures._model import inside
 from validator.signing.base import Keys
 from validator.signing.signature import relative_path
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-__all__ = ["FIELDS", "KeyOptions", "OptionError", "SignatureOptions", "ignore_paths", "keys_from_options"]
+__all__ = [
+    "FIELDS",
+    "KeyOptions",
+    "OptionError",
+    "SignatureOptions",
+    "ignore_paths",
+    "ignores_for",
+    "keys_from_options",
+]
 
 # The options an OptionError may name, each by its field name.
 FIELDS: Final = (
@@ -124,3 +133,16 @@ def ignore_paths(paths: Sequence[str]) -> tuple[str, ...]:
             raise OptionError(msg, path=path)
         out.append(rel)
     return tuple(dict.fromkeys(out))
+
+
+def ignores_for(paths: Sequence[str], root: str | None) -> tuple[str, ...]:
+    """The ignore paths relative to a folder: an absolute one inside the
+    local folder ``root`` (None: a remote folder) made relative, as
+    model_signing joins each to the model path; one outside it matches nothing."""
+    out = []
+    for path in paths:
+        if not os.path.isabs(path):
+            out.append(path)
+        elif root is not None and (rel := inside(path, root)) is not None:
+            out.append(rel)
+    return tuple(out)

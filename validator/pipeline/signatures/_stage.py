@@ -16,7 +16,7 @@
 # Without keys nothing is verified: a `model.sig` found gets the warning
 # signature-not-verified.  model_signing is imported only when keys are given.
 # Paths are str, handled with os.path as in the rest of the package.
-# ruff: noqa: PTH100, PTH116, PTH117, PTH118, PTH119
+# ruff: noqa: PTH100, PTH116, PTH118, PTH119
 from __future__ import annotations
 
 import os
@@ -27,7 +27,7 @@ from validator.pipeline.signatures import _digests
 from validator.pipeline.signatures._arguments import Absent, File, Folder, NotSignable, Remote, Stdin
 from validator.pipeline.signatures._model import SignedModel, inside
 from validator.pipeline.signatures._notes import notes
-from validator.pipeline.signatures._options import OptionError, ignore_paths, keys_from_options
+from validator.pipeline.signatures._options import OptionError, ignore_paths, ignores_for, keys_from_options
 from validator.pipeline.signatures._verify import remote_model, verify_file
 from validator.report.bom import model_name, snapshot_prefix
 from validator.report.results import FileResult
@@ -48,19 +48,6 @@ if TYPE_CHECKING:
     from validator.signing.base import Keys, SignatureVerifier
 
 __all__ = ["Signatures"]
-
-
-def _ignores_for(paths: Sequence[str], root: str | None) -> tuple[str, ...]:
-    """The ignore paths relative to a folder: an absolute one inside the
-    local folder ``root`` (None: a remote folder) made relative, as
-    model_signing joins each to the model path; one outside it matches nothing."""
-    out = []
-    for path in paths:
-        if not os.path.isabs(path):
-            out.append(path)
-        elif root is not None and (rel := inside(path, root)) is not None:
-            out.append(rel)
-    return tuple(out)
 
 
 class Signatures:
@@ -111,7 +98,7 @@ class Signatures:
             sig = self.signature or os.path.join(folder, SIGNATURE_NAME)
             root = os.path.abspath(folder)
             model = SignedModel(folder, sig, inside(os.path.abspath(sig), root), folder, root)
-            model.ignore = _ignores_for(self.ignore, root)
+            model.ignore = ignores_for(self.ignore, root)
             verify_file(model, *with_keys, sig)
             self.models.append(model)
         for file in files:
@@ -127,7 +114,7 @@ class Signatures:
                     network,
                     with_keys,
                     signature=self.signature,
-                    ignore=_ignores_for(self.ignore, None),
+                    ignore=ignores_for(self.ignore, None),
                 )
             )
 
@@ -185,7 +172,7 @@ class Signatures:
             network,
             self._with_keys(),
             signature=self.signature,
-            ignore=_ignores_for(self.ignore, None),
+            ignore=ignores_for(self.ignore, None),
             staged=staged,
             listed=listed,
         )
@@ -221,7 +208,7 @@ class Signatures:
                 None if self.signature else SIGNATURE_NAME,
                 prefix=prefix,
                 model=repo,
-                ignore=_ignores_for(self.ignore, None),
+                ignore=ignores_for(self.ignore, None),
             )
             if self.keys is not None:
                 verify_file(model, *self._with_keys(), self.signature or blobs.get(prefix))
