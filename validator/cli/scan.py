@@ -22,6 +22,7 @@ import time
 from typing import TYPE_CHECKING
 
 from validator._display import escape_line, plural
+from validator.cli.keys import flag_message
 from validator.cli.options import (
     add_remote_options,
     add_scale_options,
@@ -34,6 +35,7 @@ from validator.config.install import install_hint
 from validator.pipeline.engine import DEFAULT_CHUNK, stderr_is_tty
 from validator.pipeline.vet import VetError, VetOptions, vet
 from validator.report.format_common import human
+from validator.report.formats import OUTPUTS
 from validator.report.progress import rich_progress
 
 if TYPE_CHECKING:
@@ -86,7 +88,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "SHA256SUMS usually sits), then in the working directory; a listed file that is missing fails",
     )
     add_profile_option(p)
-    add_output_options(p, bom=True)
+    add_output_options(p, sha256=True)
     add_policy_options(p)
     p.add_argument("--jobs", "-j", type=int, default=0, metavar="N", help="worker processes (default 0: one per CPU)")
     add_scale_options(p)  # --cache, --cluster, --timeout-per-file
@@ -220,7 +222,7 @@ def options_of(args: argparse.Namespace) -> VetOptions:
         timeout_per_file=args.timeout_per_file,
         chunk_size=args.chunk_size,
         network=network_of(args),
-        bom=args.format == "cyclonedx",
+        every_sha256=OUTPUTS[args.format].sha256,
     )
 
 
@@ -250,7 +252,7 @@ def run_scan(args: argparse.Namespace) -> int:  # noqa: C901 - one early return 
             on_note=lambda text: note(text) if text.startswith("not reading ") else notes.append(text),
         )
     except VetError as exc:
-        return _fail(str(exc))
+        return _fail(flag_message(exc))
     problem = write_reports(
         args,
         vetted.results,
@@ -258,7 +260,7 @@ def run_scan(args: argparse.Namespace) -> int:  # noqa: C901 - one early return 
         vetted.seconds,
         command="scan",
         policies=vetted.policies,
-        models=vetted.models,
+        sources=args.paths,
     )
     for line in notes:
         note(line)

@@ -4,7 +4,7 @@
 #   1. resolve: the policy in force (validator.config.resolve), then every
 #      argument into targets (validator.sources, through the plan in
 #      validator.pipeline.plan) and a hub cache into jobs (hubcache);
-#   2. signatures are verified before any file is read (pipeline.signed),
+#   2. signatures are verified before any file is read (pipeline.signatures),
 #      and each signed file's digests are added to its job;
 #   3. the one read of each file (format, deep checks, digests) in a worker
 #      pool, a Dask cluster or through the results cache (pipeline.runner);
@@ -26,7 +26,7 @@ from validator._display import plural
 from validator._errors import SourceError, StcheckError
 from validator._rules import Profile
 from validator.config.install import install_hint
-from validator.config.policy import PolicyError
+from validator.config.policy import PolicyError, apply_policy
 from validator.config.resolve import passed_over_note, resolve_policy
 from validator.config.settings import Network
 from validator.io.names import hub_snapshot
@@ -34,7 +34,7 @@ from validator.pipeline import runner
 from validator.pipeline.engine import DEFAULT_CHUNK, Job, Options, run_jobs, total_size
 from validator.pipeline.hubcache import HubWalk, default_hf_cache, hf_cache_walk
 from validator.pipeline.plan import index_result, scan_plan
-from validator.pipeline.signed import Signing
+from validator.pipeline.signatures import Signatures, arguments
 from validator.pipeline.verdicts import attach, link_result, one_entry_per_path
 from validator.read.integrity import normalise_sha256, read_checksums
 from validator.report.results import exit_status
@@ -89,7 +89,8 @@ class VetOptions:
     timeout_per_file: float | None = None
     chunk_size: int = DEFAULT_CHUNK
     network: Network = field(default_factory=Network)
-    bom: bool = False  # group the results into models for a CycloneDX BOM
+    signature_method: str = "oms"  # a row of validator.signing.base.METHODS
+    every_sha256: bool = False  # compute every file's sha256 in its one read (a report that lists them: a BOM)
 
 
 @dataclass
@@ -105,7 +106,6 @@ class Vetted:
     seconds: float
     exit_code: int
     profile: str
-    models: list[Any] | None = None
 
     @property
     def ok(self) -> bool:
@@ -226,8 +226,8 @@ def vet(
         # The checksum list cannot list itself: it is judged, not verified.
         own = frozenset({os.path.realpath(options.checksums)} if options.checksums else ())
         # Signatures are verified (and compared with a hub's listing) before any file is read.
-        signing = Signing.from_options(options, policy)
-        signing.verify_sources(paths, options.network, hf_cache=options.hf_cache is not None)
+        signing = Signatures.from_options(options, policy)
+        signing.verify_sources(arguments(paths), options.network, hf_cache=options.hf_cache is not None)
         paths = signing.pinned(paths)  # an hf:// folder is read at the commit its signature was compared with
         plan = scan_plan(paths, options.profile, policy, errors, options.network, not_read=own)
         hub = _hub_walk(options, errors, policy)
@@ -243,7 +243,7 @@ def vet(
     cut = len(jobs) - len(plan.paths)
     jobs[cut:cut] = _missing_listed(checksums)
     try:
-        jobs = signing.annotate(jobs, hub)  # each signed file's digests, computed in its one read
+        jobs = signing.with_digests(jobs, hub, sha256=options.every_sha256)  # digests computed in the one read
     except (ValueError, SigningSetupError) as exc:
         raise VetError(str(exc)) from exc
     links = [link_result(p, f, options.profile, policy, model) for p, f, model in hub.links]
@@ -264,7 +264,8 @@ def vet(
     results = links + results
     # judge
     attach(results, {**hub.others, **plan.others}, policy)
-    results = one_entry_per_path(signing.finish(results, read, policy))
+    results = one_entry_per_path(signing.finish(results, read, sha256=options.every_sha256))
+    _judge_pending(results, policy)  # until the judge stage (branch `targets`) does
     _hub_revisions(results, hub)
     for line in signing.notes():
         note(line)
@@ -276,8 +277,21 @@ def vet(
         seconds=time.perf_counter() - started,
         exit_code=exit_status(results, errors, options.fail_on),
         profile=options.profile,
-        models=signing.models(results) if options.bom else None,
     )
+
+
+# --- until the judge stage (branch `targets`) applies the policy once: the
+# signatures stage's raw findings (FileResult.pending) get the policy here.
+def _judge_pending(results: list[FileResult], policy: Policy | None) -> None:
+    for result in results:
+        if result.pending:
+            result.items.extend(apply_policy(result.pending, policy))
+            result.pending = []
+            if result.policy is None and policy is not None:
+                result.policy = policy.source
+
+
+# --- end
 
 
 def _read_all(  # noqa: PLR0917 - one private call site

@@ -83,7 +83,7 @@ class Context:
     quiet: int = 0  # text: 1, the finding lines only (nothing on success); 2, nothing
     color: bool = False  # text: ANSI colours
     statistics: bool = False  # text: finding counts per rule after the summary
-    models: Sequence[Any] | None = None  # cyclonedx: scan.bom.ModelGroup per model (one per result when None)
+    sources: Sequence[str] = ()  # the arguments as given: a BOM makes each folder one model (report.bom.models)
 
 
 class Writer(Protocol):

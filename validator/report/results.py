@@ -17,6 +17,7 @@ from validator.config.policy import ScanItem
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from validator._findings import Finding
     from validator.read.identity import Stamp
 
 __all__ = ["EXIT_ERROR", "EXIT_INVALID", "EXIT_OK", "FileResult", "exit_status"]
@@ -69,8 +70,11 @@ class FileResult(ReportBase[ScanItem]):
     checkpoint: dict[str, Any] | None = None
     revision: str | None = None  # --hf-cache: the snapshot's revision (model is the repository id)
     # A model signature's result: what its verification found
-    # (validator.pipeline.signed.Target.record; report.schema.json's signatureRecord).
+    # (validator.pipeline.signatures.SignedModel.record; report.schema.json's signatureRecord).
     signature: dict[str, Any] | None = None
+    # Raw findings of the stages after the read (signatures), for the judge
+    # to apply the policy to, once; never part of a report.
+    pending: list[Finding] = field(default_factory=list)
 
     @property
     def active(self) -> list[ScanItem]:
