@@ -43,6 +43,8 @@ if TYPE_CHECKING:
     from validator.remote._download import Verify
     from validator.remote._hub import HubRepo
 
+__all__ = ["register", "run_download"]
+
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(

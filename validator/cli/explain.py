@@ -14,6 +14,8 @@ from validator._validate import validate
 from validator.cli._common import EXIT_ERROR, EXIT_OK
 from validator.report.format_common import profiles_phrase, reference_phrase, spec_link
 
+__all__ = ["explain"]
+
 _SHOWN_BYTES = 160
 # Where the full text is for someone who installed stcheck: SPEC.md is not
 # in the package, so `spec/SPEC.md` would name nothing on their disk.

@@ -47,6 +47,8 @@ if TYPE_CHECKING:
     from validator._findings import TensorInfo
     from validator._rules import Profile
 
+__all__ = ["SafeSlice", "parse_device", "parse_framework", "safe_open", "to_jax", "to_mlx", "to_paddle"]
+
 _FRAMEWORKS: Final = {
     "pt": "pytorch",
     "torch": "pytorch",

@@ -43,6 +43,21 @@ if TYPE_CHECKING:
     from validator._check import Checker
     from validator._findings import Finding, Report
 
+__all__ = [
+    "Discovery",
+    "Policy",
+    "PolicyError",
+    "RuleSetting",
+    "ScanItem",
+    "apply_policy",
+    "check_policy",
+    "discover_policy",
+    "find_pyproject_policy",
+    "load_policy",
+    "parse_policy",
+    "rejected_by_reference",
+]
+
 
 class PolicyError(StcheckError):
     """A policy file is unreadable or malformed."""

@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 
     Buffer = bytes | mmap.mmap
 
+__all__ = ["COMPRESSED_SUFFIXES", "PICKLE_SUFFIXES", "SHARED_SUFFIXES", "Seen", "pickle_name", "read"]
+
 # Names a loader unpickles by convention; also under a compressor's suffix.
 PICKLE_SUFFIXES: Final = (".pkl", ".pickle", ".pt", ".pth", ".ckpt", ".joblib", ".npy", ".npz")
 # Pickle names that other formats share (OpenVINO, Core ML, GGML weights are

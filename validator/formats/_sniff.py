@@ -23,6 +23,8 @@ from validator.pickles._ops import HIGHEST_PROTOCOL, MAGIC, Reader, ReadError
 if TYPE_CHECKING:
     from validator.pickles._verdict import Container
 
+__all__ = ["SNIFF_HEAD", "sniff"]
+
 SNIFF_HEAD: Final = 4096
 _LEGACY_TAIL: Final = b"\x8a\x0a" + MAGIC.to_bytes(10, "little")
 _LOCAL_NAME: Final = struct.Struct("<HH")

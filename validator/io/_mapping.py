@@ -34,6 +34,24 @@ if TYPE_CHECKING:
     # (index, kinds, begins, ends, parse): see `columns`.
     Columns = tuple[dict[str, int], list[Any], list[int], list[int], Callable[[Any], tuple[str, tuple[int, ...]]]]
 
+__all__ = [
+    "ELEMENT_BYTES",
+    "OWN_MAPPING",
+    "Mapped",
+    "Row",
+    "closed_error",
+    "columns",
+    "data_order",
+    "gc_paused",
+    "lazy",
+    "lazy_torch",
+    "open_source",
+    "preadv",
+    "resolve_cast",
+    "rows",
+    "truncated_error",
+]
+
 # (name, dtype, shape, begin, end): one tensor, offsets relative to the data region.
 Row = tuple[str, str, tuple[int, ...], int, int]
 

@@ -24,6 +24,17 @@ from typing import Final, Literal
 from validator._errors import DeviceError
 from validator.io._extras import needs_extra
 
+__all__ = [
+    "CAPABILITIES",
+    "FRAMEWORK_CAPABILITIES",
+    "Capability",
+    "ensure_available",
+    "framework_unsupported",
+    "parse_device",
+    "platform_facts",
+    "unsupported_reason",
+]
+
 
 @dataclass(frozen=True)
 class Capability:

@@ -18,6 +18,8 @@ from validator.pickles._allow import TORCH_OPCODES, allowed, torch_allows
 if TYPE_CHECKING:
     from validator.pickles._ops import Reader
 
+__all__ = ["LOADERS", "TORCH_KINDS", "TORCH_PHRASE", "Container", "Global", "PickleVerdict", "verdict_from"]
+
 # The container a pickle-bearing file is: which loader unpickles what in it.
 Container = Literal["pickle", "joblib", "npy", "npz", "torch-zip", "torch-tar", "torch-legacy"]
 

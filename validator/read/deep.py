@@ -42,6 +42,20 @@ if TYPE_CHECKING:
     from validator._check import Checker
     from validator._findings import TensorInfo
 
+__all__ = [
+    "BYTE_DTYPES",
+    "LONG_NAME",
+    "LONG_VALUE",
+    "ZERO_MIN_ELEMENTS",
+    "ZERO_TAIL_MIN",
+    "DeepScanner",
+    "DeepStats",
+    "check_names",
+    "head_signature",
+    "tail_has_eocd",
+    "zero_is_suspicious",
+]
+
 # dtype -> (kind, bits of the integer view, magnitude mask, first special
 # pattern), from the dtype table's NaN/Inf classes (see _dtypes.Dtype.specials).
 _FLOAT_CLASSES: Final[Mapping[str, tuple[str, int, int, int]]] = {

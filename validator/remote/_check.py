@@ -50,6 +50,23 @@ if TYPE_CHECKING:
     from validator._findings import Report
     from validator._rules import Profile
 
+__all__ = [
+    "IndexSource",
+    "Plan",
+    "RemoteEntry",
+    "RemoteHeader",
+    "check_index",
+    "check_parsed",
+    "check_source",
+    "default_options",
+    "loose_files",
+    "plan",
+    "read_header",
+    "unnamed_files",
+    "validate_remote_index",
+    "validate_url",
+]
+
 
 @dataclass(frozen=True)
 class RemoteEntry:

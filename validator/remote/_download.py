@@ -52,6 +52,8 @@ if TYPE_CHECKING:
     from validator._rules import Profile
     from validator.remote._hub import HubRepo
 
+__all__ = ["BATCH", "CHUNK", "DownloadRefused", "FileDone", "Verify", "download"]
+
 # The staged files (path in the repository -> staged copy) and the hub's
 # listing they were downloaded from (the commit: None for a URL) -> the
 # findings that refuse them.

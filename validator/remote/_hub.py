@@ -29,6 +29,8 @@ from validator.config.settings import environment
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
+__all__ = ["OFFLINE_HINT", "HfLocation", "HubEntry", "HubRepo", "is_hf", "parse_hf", "resolve", "unreachable"]
+
 _TYPES: Final = {"models": "model", "datasets": "dataset", "spaces": "space"}
 _PREFIX: Final = {"model": "", "dataset": "datasets/", "space": "spaces/"}
 _NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")

@@ -20,6 +20,24 @@ if TYPE_CHECKING:
 
     from validator.report.results import FileResult
 
+__all__ = [
+    "BLOB_NAME_SOURCE",
+    "SPEC_URL_ENV",
+    "Context",
+    "Writer",
+    "human",
+    "indent",
+    "json_path",
+    "json_text",
+    "policy_names",
+    "profiles_phrase",
+    "reference_loads",
+    "reference_phrase",
+    "spec_base",
+    "spec_link",
+    "summary",
+]
+
 # stcheck has no fixed public address: links to the spec are written only
 # when STCHECK_SPEC_URL names where SPEC.md is hosted (your mirror's
 # .../blob/main/spec/SPEC.md), never to a made-up one.

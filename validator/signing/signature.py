@@ -61,6 +61,21 @@ if TYPE_CHECKING:
 
     from validator.signing.base import Signed
 
+__all__ = [
+    "GIT_PATHS",
+    "SIGNATURE_NAME",
+    "SINGLE_FILE",
+    "Manifest",
+    "Outcome",
+    "Seen",
+    "UnsupportedError",
+    "compare",
+    "fit",
+    "ignored",
+    "relative_path",
+    "to_manifest",
+]
+
 # model_signing.hashing.Config: the paths ignore_git_paths=True adds.
 GIT_PATHS: Final = (".git", ".gitattributes", ".github", ".gitignore")
 SIGNATURE_NAME: Final = "model.sig"  # the OMS spec's and model_signing CLI's default name

@@ -30,6 +30,25 @@ from validator._rules import PREFIX_LEN
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Mapping, Sequence
 
+__all__ = [
+    "FIELDS",
+    "METADATA",
+    "U64_MAX",
+    "Draft",
+    "EntryDraft",
+    "GeneratedFile",
+    "Style",
+    "T",
+    "Tensor",
+    "drafts",
+    "metadata_dicts",
+    "nbytes",
+    "tensor_dicts",
+    "tensor_names",
+    "tensors",
+    "valid_files",
+]
+
 T = TypeVar("T")
 
 FIELDS = ("dtype", "shape", "data_offsets")
