@@ -66,8 +66,9 @@ def test_not_even_from_inside_the_download(hostile, capsys, monkeypatch):
     assert ("duplicate-key", False) in _rules(doc)
     assert err.splitlines() == [
         (
-            f"stcheck scan: not reading {hostile / 'dl' / 'pyproject.toml'}: it lies inside a scanned path, and "
-            "configuration comes from the user, never from what is vetted (give it with --policy to use it)"
+            f"stcheck scan: not reading {hostile / 'dl' / 'pyproject.toml'}: it lies inside a scanned path and "
+            "is not at the root of a checkout of your own (a .git or .hg beside it), and configuration comes "
+            "from the user, never from what is vetted (give it as the policy to use it)"
         )
     ]
 

@@ -74,20 +74,20 @@ def test_download_connection_cut_mid_stream_leaves_nothing(server, tmp_path):
     server.site.resources["/m.safetensors"] = from_bytes(data)
     out = tmp_path / "out"
     # The header request is served whole; the data request is cut after 1000 bytes.
-    from validator.remote import _http
+    from validator.remote import _ranged
 
-    real_take = _http.RemoteFile.stream_rest
+    real_take = _ranged.RemoteFile.stream_rest
 
     def stream_rest(self, sink):
         server.site.resources["/m.safetensors"].body_cut = 1000
         return real_take(self, sink)
 
-    _http.RemoteFile.stream_rest = stream_rest
+    _ranged.RemoteFile.stream_rest = stream_rest
     try:
         with pytest.raises(RemoteError):
             download(server.url + "/m.safetensors", str(out), options=FAST)
     finally:
-        _http.RemoteFile.stream_rest = real_take
+        _ranged.RemoteFile.stream_rest = real_take
     assert list(out.iterdir()) == []
 
 

@@ -18,7 +18,7 @@ pytest.importorskip("urllib3")
 import validator
 from tests.remote_servers import Resource, Server, from_bytes
 from tests.test_remote import FAST, hub, hub_checkpoint, run_cli, st_bytes  # noqa: F401 - hub is a fixture
-from validator.remote import DownloadRefused, RemoteError, _http, download
+from validator.remote import DownloadRefused, RemoteError, _ranged, download
 
 
 @pytest.fixture
@@ -74,14 +74,14 @@ def test_a_large_shard_whose_etag_changes_before_its_data_is_refused(server, tmp
     url, _, other = serve_two_shards(server, tmp_path, big=True)
     path = "/ckpt/model-00002-of-00002.safetensors"
     server.site.resources[path].headers["ETag"] = '"v1"'
-    real = _http.RemoteFile.stream_rest
+    real = _ranged.RemoteFile.stream_rest
 
     def rest_of_another_version(self, sink):
         if self.url.endswith(path):
             server.site.resources[path].headers["ETag"] = '"v2"'
         return real(self, sink)
 
-    monkeypatch.setattr(_http.RemoteFile, "stream_rest", rest_of_another_version)
+    monkeypatch.setattr(_ranged.RemoteFile, "stream_rest", rest_of_another_version)
     out = tmp_path / "out"
     with pytest.raises(RemoteError, match=r"the file changed between requests \(ETag \"v1\" then \"v2\"\)"):
         download(url, str(out), options=FAST)

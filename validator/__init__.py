@@ -27,6 +27,7 @@ from validator._validate import ensure_valid, is_valid, validate
 from validator._version import __version__
 
 if TYPE_CHECKING:  # the lazy exports below, typed for users' type checkers
+    from validator.io._extras import MissingExtraError
     from validator.io.index import open_index, validate_index
     from validator.io.loader import open_file as open  # noqa: A004 - `validator.open` is the public name
     from validator.io.writer import save
@@ -43,6 +44,7 @@ __all__ = [
     "InvalidFileError",
     "InvalidIndexError",
     "LoadError",
+    "MissingExtraError",
     "Profile",
     "Report",
     "Rule",
@@ -80,6 +82,7 @@ _LAZY = {
     "VetOptions": ("validator.pipeline.vet", "VetOptions"),
     "Vetted": ("validator.pipeline.vet", "Vetted"),
     "VetError": ("validator.pipeline.vet", "VetError"),
+    "MissingExtraError": ("validator.io._extras", "MissingExtraError"),
 }
 
 

@@ -1,3 +1,5 @@
 from validator.cli.main import main
 
+__all__: list[str] = []
+
 raise SystemExit(main())

@@ -2,11 +2,11 @@
 # written.  The names, their order and their bit widths are those of the
 # `Dtype` enum of safetensors 0.8.0; names are case-sensitive.  The numpy
 # and torch maps (io/dtypes_np.py, io/dtypes_torch.py) and the deep scan's
-# NaN/Inf classes (scan/deep.py) are derived from it.
+# NaN/Inf classes (read/deep.py) are derived from it.
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import Final, NamedTuple
+from typing import Final, Literal, NamedTuple
 
 __all__ = ["BY_NAME", "DTYPES", "DTYPE_BITS", "SUBBYTE", "TABLE", "Dtype", "element_bytes"]
 
@@ -16,8 +16,7 @@ class Dtype(NamedTuple):
 
     name: str
     bits: int
-    kind: str
-    """"bool", "uint", "int", "float" or "complex"."""
+    kind: Literal["bool", "uint", "int", "float", "complex"]
     numpy: str
     """The numpy or ml_dtypes type, as ``module.attribute``; for a sub-byte
     dtype, the one-byte type an unpacked element takes."""

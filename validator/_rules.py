@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final
 
-__all__ = ["BOTH", "BY_CODE", "BY_SLUG", "MAX_HEADER_SIZE", "PREFIX_LEN", "REFERENCE_ERRORS", "REFERENCE_MESSAGES", "RULES", "STRICT_ONLY", "Example", "Profile", "Rule", "Severity", "rule"]
+__all__ = ["BOTH", "BY_CODE", "BY_SLUG", "MAX_HEADER_SIZE", "PREFIX_LEN", "REFERENCE_ERRORS", "REFERENCE_MESSAGES", "RULES", "STRICT_ONLY", "Example", "Profile", "Rule", "Severity", "did_you_mean", "find_rule", "rule", "unknown_rule"]
 
 # "8 bytes: N, an unsigned little-endian 64-bit integer, containing the size
 # of the header"; the reference refuses N above 100,000,000 (MAX_HEADER_SIZE
@@ -464,10 +464,38 @@ REFERENCE_MESSAGES: Final = (
 )
 
 
+# The one lookup of a rule by name, for the command line, a policy and the
+# library alike: a code or a slug, in any case, so `st101`, `ST101` and
+# `File-Too-Small` name the same rule wherever a user writes them.
+_BY_NAME: Final = MappingProxyType({name.casefold(): r for r in RULES for name in (r.code, r.slug)})
+
+
+def find_rule(key: str) -> Rule | None:
+    """The rule ``key`` names (a code or a slug, in any case), else None."""
+    return _BY_NAME.get(key.strip().casefold())
+
+
+def did_you_mean(key: str) -> str:
+    """The one guess at a mistyped rule name: ``"; did you mean ST401?"``, or "" when none is close."""
+    import difflib  # noqa: PLC0415 - only for a name no rule has, never on a check's path
+
+    close = difflib.get_close_matches(key.strip().casefold(), list(_BY_NAME), n=1, cutoff=0.6)
+    if not close:
+        return ""
+    found = _BY_NAME[close[0]]
+    return f"; did you mean {found.code if close[0] == found.code.casefold() else found.slug}?"
+
+
+def unknown_rule(key: str) -> str:
+    """The message for a ``key`` that names no rule, with the guess and where the rules are listed."""
+    return f"unknown rule {key!r}{did_you_mean(key)} (`stcheck rules` lists them)"
+
+
 def rule(key: str) -> Rule:
-    """Look a rule up by slug (``"json-depth"``) or code (``"ST206"``)."""
-    found = BY_SLUG.get(key) or BY_CODE.get(key)
+    """Look a rule up by slug (``"json-depth"``) or code (``"ST206"``), in any case.
+
+    Raises KeyError, with the nearest name, for a key no rule has."""
+    found = find_rule(key)
     if found is None:
-        msg = f"unknown rule {key!r}"
-        raise KeyError(msg)
+        raise KeyError(unknown_rule(key))
     return found

@@ -18,8 +18,8 @@ import time
 from typing import TYPE_CHECKING
 
 from validator._display import escape_line
-from validator._rules import BY_CODE, BY_SLUG, RULES
-from validator.cli._common import EXIT_ERROR, EXIT_OK
+from validator._rules import RULES
+from validator.cli._common import EXIT_OK
 from validator.cli.options import add_remote_options, network_of
 from validator.cli.report import (
     add_output_options,
@@ -104,32 +104,11 @@ def run_check(args: argparse.Namespace) -> int:
     return exit_code(results, errors, args.fail_on)
 
 
-def lookup(key: str) -> tuple[object | None, str | None]:
-    """The rule a code or slug names, else a close match to suggest."""
-    rule = BY_SLUG.get(key) or BY_CODE.get(key.upper())
-    if rule is not None:
-        return rule, None
-    import difflib  # noqa: PLC0415 - only for an unknown rule, not on `stcheck check`'s path
-
-    names = [r.slug for r in RULES] + [r.code for r in RULES]
-    close = difflib.get_close_matches(key, names, n=1, cutoff=0.6) or difflib.get_close_matches(
-        key.lower(), names, n=1, cutoff=0.5
-    )
-    return None, close[0] if close else None
-
-
 def run_rules(args: argparse.Namespace) -> int:
     if args.rule is not None:
         from validator.cli.explain import explain  # noqa: PLC0415 - only when one rule is asked for
 
-        rule, suggestion = lookup(args.rule)
-        if rule is None:
-            hint = f"; did you mean {suggestion}?" if suggestion else ""
-            sys.stderr.write(
-                escape_line(f"stcheck rules: unknown rule {args.rule!r}{hint} (`stcheck rules` lists them)") + "\n"
-            )
-            return EXIT_ERROR
-        return explain(args.rule, args.format)
+        return explain(args.rule, args.format)  # validator._rules' one lookup and one guess
     if args.format == "json":
         doc = [
             {

@@ -9,8 +9,9 @@
 # With --public-key, --certificate-chain or --identity/--issuer, the hf://
 # folder's model signature is verified against the staged files (and the
 # hub's listing for what is not downloaded) before they are moved into
-# place (validator.pipeline.signed.Signing.verify_download): a file that
-# does not match is never in DIR.
+# place (validator.pipeline.signatures.Signatures.verify_download): a file
+# that does not match is never in DIR.  Which sources can be downloaded, and
+# which signed, is their scheme's row (validator.sources.schemes).
 #
 # Exit codes: 0 downloaded, 1 refused (findings printed), 2 usage, network or
 # I/O error.  Every line goes through validator._display: shard and file
@@ -29,16 +30,20 @@ from validator._display import escape_line, escape_path, plural
 from validator._errors import SourceError, StcheckError
 from validator._rules import Profile
 from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
+from validator.cli.keys import flag_message, signature_options
 from validator.cli.options import add_remote_options, add_signature_options, network_of
 from validator.config.install import install_hint
 from validator.report.group import group_per_tensor
+from validator.sources.schemes import SCHEMES, scheme_of
 
 if TYPE_CHECKING:
     from validator._findings import Finding
     from validator.config.settings import Network
-    from validator.pipeline.signed import Signing
+    from validator.pipeline.signatures import Signatures
     from validator.remote._download import Verify
     from validator.remote._hub import HubRepo
+
+__all__ = ["register", "run_download"]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -105,10 +110,14 @@ def _destination(args: argparse.Namespace) -> str | None:
     return None if args.dest is None else str(args.dest)
 
 
-def run_download(args: argparse.Namespace) -> int:  # noqa: C901 - one branch per outcome
+def run_download(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one branch per outcome
     dest = _destination(args)
     if dest is None:
         return EXIT_ERROR
+    scheme = scheme_of(args.source)
+    if scheme is None or not scheme.download:
+        takes = ", ".join(s.prefix for s in SCHEMES if s.download)
+        return _error(f"{args.source}: not a source stcheck downloads ({takes})")
     try:
         from validator.remote import DownloadRefused, default_options, download  # noqa: PLC0415 - the remote extra
         from validator.remote.listing import listing_lines  # noqa: PLC0415 - as above
@@ -128,7 +137,7 @@ def run_download(args: argparse.Namespace) -> int:  # noqa: C901 - one branch pe
     try:
         signing = _signing(args)
     except (ValueError, StcheckError) as exc:
-        return _error(str(exc))
+        return _error(flag_message(exc))
     verify = None if signing is None else _verifier(signing, args.source, network)
     try:
         done = download(
@@ -148,7 +157,7 @@ def run_download(args: argparse.Namespace) -> int:  # noqa: C901 - one branch pe
         _error(str(exc))
         return EXIT_INVALID
     except (SourceError, ValueError) as exc:
-        return _error(str(exc))
+        return _error(flag_message(exc))
     for item in done:
         for finding in group_per_tensor(item.findings):  # grouped as check and scan group them
             print(finding.format(item.path))
@@ -162,39 +171,26 @@ def run_download(args: argparse.Namespace) -> int:  # noqa: C901 - one branch pe
     return EXIT_OK
 
 
-def _signing(args: argparse.Namespace) -> Signing | None:
-    """The signature check the options ask for, or None; raise ValueError
+def _signing(args: argparse.Namespace) -> Signatures | None:
+    """The signature check the options ask for, or None; raise OptionError
     or SigningSetupError (a key that cannot be used) before any download."""
-    from validator.pipeline.signed import Signing  # noqa: PLC0415 - the sign extra loads only with a key
+    from validator.pipeline.signatures import OptionError, Signatures  # noqa: PLC0415 - only with a key
 
-    signing = Signing.from_options(_KeyArgs(args))
+    signing = Signatures.from_options(signature_options(args))
     if signing.keys is None:
         return None
-    if not args.source.startswith("hf://"):
-        raise ValueError(f"{args.source}: an http(s) URL carries no model signature; give an hf:// folder")
+    scheme = scheme_of(args.source)
+    if scheme is not None and not scheme.can_sign:
+        raise OptionError("{path}: {noun} carries no model signature", path=args.source, noun=scheme.called)
     return signing
 
 
-def _verifier(signing: Signing, source: str, network: Network) -> Verify:
+def _verifier(signing: Signatures, source: str, network: Network) -> Verify:
     def verify(staged: dict[str, str], listed: HubRepo | None) -> list[tuple[str, Finding]]:
         found = signing.verify_download(source, network, staged, listed)  # the download's own listing
-        return [(display, make_finding(slug, message)) for display, slug, message, _ in found]
+        return [(f.display, make_finding(f.slug, f.message)) for f in found]
 
     return verify
-
-
-class _KeyArgs:
-    """download's options as pipeline.signed.KeyOptions reads them."""
-
-    def __init__(self, args: argparse.Namespace) -> None:
-        self.public_key: str | None = args.public_key
-        self.certificate_chain: list[str] = list(args.certificate_chain)
-        self.identity: str | None = args.identity
-        self.issuer: str | None = args.issuer
-        self.trust_config: str | None = args.trust_config
-        self.signature: str | None = args.signature
-        self.ignore_paths: list[str] = list(args.ignore_paths)
-        self.bom = False
 
 
 def _error(message: str) -> int:

@@ -9,19 +9,17 @@ import json
 import sys
 
 from validator._display import escape_line, finding_line
-from validator._rules import BY_CODE, BY_SLUG, Profile, Rule
+from validator._rules import Profile, find_rule, unknown_rule
 from validator._validate import validate
 from validator.cli._common import EXIT_ERROR, EXIT_OK
 from validator.report.format_common import profiles_phrase, reference_phrase, spec_link
+
+__all__ = ["explain"]
 
 _SHOWN_BYTES = 160
 # Where the full text is for someone who installed stcheck: SPEC.md is not
 # in the package, so `spec/SPEC.md` would name nothing on their disk.
 _SPEC_TEXT = "the section #{anchor} of SPEC.md, in stcheck's source tree (set STCHECK_SPEC_URL to link it)"
-
-
-def _lookup(key: str) -> Rule | None:
-    return BY_SLUG.get(key) or BY_CODE.get(key.upper())
 
 
 def _shown(data: bytes) -> str:
@@ -32,9 +30,9 @@ def _shown(data: bytes) -> str:
 
 def explain(key: str, fmt: str = "text") -> int:
     """Print one rule's explanation; 2 when ``key`` names no rule."""
-    rule = _lookup(key)
+    rule = find_rule(key)
     if rule is None:
-        sys.stderr.write(escape_line(f"stcheck: unknown rule {key!r}; `stcheck rules` lists them") + "\n")
+        sys.stderr.write(escape_line(f"stcheck rules: {unknown_rule(key)}") + "\n")
         return EXIT_ERROR
     example = rule.example
     data = None if example is None else example.file()

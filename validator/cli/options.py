@@ -1,16 +1,27 @@
 # Strategy: the options every command that reads remote sources shares
 # (--network-timeout, --concurrency, -H/--header), and the signed-model
 # options of scan, defined once; network_of turns them into the settings
-# the pipeline takes.
+# the pipeline takes.  The library names its own fields in its errors
+# (`ignore ST10: ...`); rule_flags_problem checks --select/--ignore first, so
+# a command-line user reads the flag they typed.
 from __future__ import annotations
 
 import argparse
 import re
 from typing import Final
 
+from validator.config.policy import PolicyError
+from validator.config.resolve import FLAG_NAMES, selection
 from validator.config.settings import DEFAULT_CONCURRENCY, DEFAULT_NETWORK_TIMEOUT, Network
 
-__all__ = ["add_remote_options", "add_scale_options", "add_signature_options", "header_arg", "network_of"]
+__all__ = [
+    "add_remote_options",
+    "add_scale_options",
+    "add_signature_options",
+    "header_arg",
+    "network_of",
+    "rule_flags_problem",
+]
 
 
 def add_remote_options(parser: argparse.ArgumentParser) -> None:
@@ -127,3 +138,12 @@ def add_scale_options(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="report a file whose scan takes longer as ST620 scan-timeout",
     )
+
+
+def rule_flags_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with --select and --ignore, named by their flags, else None."""
+    try:
+        selection(args.select, args.ignore, spelling=FLAG_NAMES)
+    except PolicyError as exc:
+        return str(exc)
+    return None

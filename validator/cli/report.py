@@ -20,16 +20,16 @@ from __future__ import annotations
 import contextlib
 import sys
 from dataclasses import replace
-from typing import IO, TYPE_CHECKING, Any, Final
+from typing import IO, TYPE_CHECKING, Final
 
 from validator._display import escape_line
 from validator._rules import Profile
 from validator.cli._common import EXIT_ERROR
-from validator.config.resolve import passed_over_note
+from validator.config.resolve import FLAG_NAMES, passed_over_note
 from validator.config.resolve import resolve_policy as resolve
 from validator.config.settings import environment
 from validator.report.format_common import Context
-from validator.report.formats import FORMATS, WRITERS
+from validator.report.formats import OUTPUTS
 from validator.report.results import exit_status
 
 if TYPE_CHECKING:
@@ -79,19 +79,15 @@ def add_policy_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_output_options(parser: argparse.ArgumentParser, *, bom: bool = False) -> None:
+def add_output_options(parser: argparse.ArgumentParser, *, sha256: bool = False) -> None:
     """--format, -o, --sarif, --junit, --fail-on, -q, --color, --no-warnings, --statistics.
 
-    ``bom``: offer --format cyclonedx (scan only: a BOM lists each file's
-    sha256, which check, reading headers only, never computes)."""
+    ``sha256``: offer the formats that list each file's sha256 too (scan
+    only: check, reading headers only, never computes it)."""
     group = parser.add_argument_group("output (the same for check and scan)")
-    formats = [f for f in FORMATS if bom or f != "cyclonedx"]
-    group.add_argument(
-        "--format",
-        choices=formats,
-        default="text",
-        help="report format (default text)" + ("; cyclonedx: a CycloneDX 1.6 ML-BOM (the sbom extra)" if bom else ""),
-    )
+    formats = [name for name, output in OUTPUTS.items() if sha256 or not output.sha256]
+    helps = "".join(f"; {name}: {OUTPUTS[name].help}" for name in formats if OUTPUTS[name].help)
+    group.add_argument("--format", choices=formats, default="text", help="report format (default text)" + helps)
     group.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (default: standard output)")
     group.add_argument("--sarif", metavar="FILE", help="also write a SARIF 2.1.0 report to FILE (default: none)")
     group.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report to FILE (default: none)")
@@ -135,6 +131,7 @@ def resolve_policy(args: argparse.Namespace, checked: Sequence[str], command: st
         select=args.select,
         ignore=args.ignore,
         on_passed_over=passed_over,
+        spelling=FLAG_NAMES,
     )
 
 
@@ -165,18 +162,18 @@ def write_reports(
     *,
     command: str,
     policies: Sequence[str],
-    models: Sequence[Any] | None = None,
+    sources: Sequence[str] = (),
 ) -> str | None:
     """The report in --format on stdout (or -o FILE), and the --sarif and
     --junit copies; a one-line reason when one cannot be written.
-    ``models`` groups the results for --format cyclonedx."""
+    ``sources``, the arguments as given, group the results into a BOM's models."""
     base = Context(
         command=command,
         profile=args.profile,
         policies=tuple(policies),
         errors=tuple(errors),
         seconds=seconds,
-        models=models,
+        sources=tuple(sources),
     )
     try:
         with contextlib.ExitStack() as stack:
@@ -192,11 +189,11 @@ def write_reports(
                 color=use_color(args.color, out),
                 statistics=args.statistics,
             )
-            WRITERS[args.format](out, results, text)
+            OUTPUTS[args.format].writer(out, results, text)
         for fmt, target in (("sarif", args.sarif), ("junit", args.junit)):
             if target:
                 with open(target, "w", encoding="utf-8", errors="backslashreplace") as fh:
-                    WRITERS[fmt](fh, results, base)
+                    OUTPUTS[fmt].writer(fh, results, base)
     except BrokenPipeError:
         raise  # stdout closed early (| head): not an error (validator.cli.main)
     except OSError as exc:

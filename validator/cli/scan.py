@@ -22,12 +22,20 @@ import time
 from typing import TYPE_CHECKING, Final
 
 from validator._display import escape_line, plural
-from validator.cli.options import add_remote_options, add_scale_options, add_signature_options, network_of
+from validator.cli.keys import flag_message
+from validator.cli.options import (
+    add_remote_options,
+    add_scale_options,
+    add_signature_options,
+    network_of,
+    rule_flags_problem,
+)
 from validator.cli.report import add_output_options, add_policy_options, add_profile_option, fail, write_reports
 from validator.config.install import install_hint
 from validator.pipeline.engine import DEFAULT_CHUNK, stderr_is_tty
 from validator.pipeline.vet import VetError, VetOptions, vet
 from validator.report.format_common import human
+from validator.report.formats import OUTPUTS
 from validator.report.progress import rich_progress
 
 if TYPE_CHECKING:
@@ -80,7 +88,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "SHA256SUMS usually sits), then in the working directory; a listed file that is missing fails",
     )
     add_profile_option(p)
-    add_output_options(p, bom=True)
+    add_output_options(p, sha256=True)
     add_policy_options(p)
     p.add_argument("--jobs", "-j", type=int, default=0, metavar="N", help="worker processes (default 0: one per CPU)")
     add_scale_options(p)  # --cache, --cluster, --timeout-per-file
@@ -225,17 +233,18 @@ def options_of(args: argparse.Namespace) -> VetOptions:
         timeout_per_file=args.timeout_per_file,
         chunk_size=args.chunk_size,
         network=network_of(args),
-        bom=args.format == "cyclonedx",
+        every_sha256=OUTPUTS[args.format].sha256,
     )
 
 
 def _refused(args: argparse.Namespace) -> str | None:
-    """What the command refuses before the run, in its own words."""
+    """What the command refuses before the run, in its own words (by the
+    flags typed, before vet() names its fields)."""
     if args.format == "cyclonedx" and importlib.util.find_spec("cyclonedx") is None:
         return f"--format cyclonedx needs cyclonedx-python-lib: {install_hint('sbom')}"
     if not args.paths and args.hf_cache is None:
         return "give at least one PATH, or --hf-cache"
-    return None
+    return rule_flags_problem(args)
 
 
 def run_scan(args: argparse.Namespace) -> int:
@@ -263,7 +272,9 @@ def run_scan(args: argparse.Namespace) -> int:
             on_note=lambda text: note(text) if text.startswith("not reading ") else notes.append(text),
         )
     except VetError as exc:
-        return _fail(exc.worded(FLAGS))
+        # A signature option's error (cli.keys), else the run's own (FLAGS).
+        message = flag_message(exc)
+        return _fail(exc.worded(FLAGS) if message == str(exc) else message)
     problem = write_reports(
         args,
         vetted.results,
@@ -271,7 +282,7 @@ def run_scan(args: argparse.Namespace) -> int:
         vetted.seconds,
         command="scan",
         policies=vetted.policies,
-        models=vetted.models,
+        sources=args.paths,
     )
     for line in notes:
         note(line)

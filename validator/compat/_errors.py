@@ -46,6 +46,24 @@ else:
 
     SafetensorError = _safetensor_error()
 
+__all__ = [
+    "REFERENCE_IS_INSTALLED",
+    "CompatDeviceError",
+    "CompatError",
+    "CompatLoadError",
+    "DeviceValueError",
+    "FileMissingError",
+    "HeaderError",
+    "MissingTensorError",
+    "SaveRuntimeError",
+    "SaveTypeError",
+    "SaveValueError",
+    "SerializeError",
+    "as_u64",
+    "invalid_file",
+    "non_contiguous",
+]
+
 REFERENCE_IS_INSTALLED: Final = SafetensorError.__module__ != __name__
 
 

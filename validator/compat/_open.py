@@ -37,6 +37,7 @@ from validator.compat._errors import (
     MissingTensorError,
     invalid_file,
 )
+from validator.io._extras import needs_extra
 from validator.io.devices import framework_unsupported
 from validator.io.loader import SafetensorsFile
 
@@ -45,6 +46,8 @@ if TYPE_CHECKING:
 
     from validator._findings import TensorInfo
     from validator._rules import Profile
+
+__all__ = ["SafeSlice", "parse_device", "parse_framework", "safe_open", "to_jax", "to_mlx", "to_paddle"]
 
 _FRAMEWORKS: Final = {
     "pt": "pytorch",
@@ -245,7 +248,8 @@ def _check(key: str, info: TensorInfo) -> None:
 
 def to_jax(value: Any, info: TensorInfo, device: str | int = "cpu") -> Any:  # noqa: ANN401, ARG001 - no device: the reference's jnp.array(array)
     """A numpy array as a JAX array (64-bit types narrow unless jax_enable_x64)."""
-    import jax.numpy as jnp  # type: ignore[import-not-found,unused-ignore]  # noqa: PLC0415 - JAX loads only when used
+    with needs_extra("JAX arrays"):
+        import jax.numpy as jnp  # type: ignore[import-not-found,unused-ignore]  # noqa: PLC0415 - JAX loads only when used
 
     _check("jax:cpu", info)
     return jnp.array(value)
@@ -253,7 +257,8 @@ def to_jax(value: Any, info: TensorInfo, device: str | int = "cpu") -> Any:  # n
 
 def to_mlx(value: Any, info: TensorInfo, device: str | int = "cpu") -> Any:  # noqa: ANN401, ARG001 - MLX picks its device
     """A numpy array as an MLX array (bfloat16 through a uint16 view)."""
-    import mlx.core as mx  # type: ignore[import-not-found,unused-ignore]  # noqa: PLC0415 - MLX loads only when used
+    with needs_extra("MLX arrays"):
+        import mlx.core as mx  # type: ignore[import-not-found,unused-ignore]  # noqa: PLC0415 - MLX loads only when used
 
     _check(f"mlx:{mx.default_device().type.name}", info)
     if info.dtype == "BF16":
@@ -262,7 +267,8 @@ def to_mlx(value: Any, info: TensorInfo, device: str | int = "cpu") -> Any:  # n
 
 
 def _to_tensorflow(value: Any, info: TensorInfo, device: str | int) -> Any:  # noqa: ANN401, ARG001
-    import tensorflow as tf  # type: ignore[import-untyped,import-not-found,unused-ignore]  # noqa: PLC0415 - TensorFlow loads only when used
+    with needs_extra("TensorFlow tensors"):
+        import tensorflow as tf  # type: ignore[import-untyped,import-not-found,unused-ignore]  # noqa: PLC0415 - TensorFlow loads only when used
 
     return tf.convert_to_tensor(value)
 
@@ -276,7 +282,8 @@ _PADDLE_VIEWS: Final = {
 
 def to_paddle(value: Any, info: TensorInfo, device: str | int = "cpu") -> Any:  # noqa: ANN401
     """A numpy array as a paddle tensor on ``device`` ("cuda:N" is paddle's "gpu:N")."""
-    import paddle  # type: ignore[import-not-found,unused-ignore]  # noqa: PLC0415 - paddle loads only when used
+    with needs_extra("paddle tensors"):
+        import paddle  # type: ignore[import-not-found,unused-ignore]  # noqa: PLC0415 - paddle loads only when used
 
     _check("paddle:cpu", info)
     place = str(device)

@@ -25,6 +25,18 @@ if TYPE_CHECKING:
     from validator._rules import Profile
     from validator.io._mapping import Row
 
+__all__ = [
+    "DTYPE_CODES",
+    "TensorSpec",
+    "check_metadata",
+    "checked_bytes",
+    "copied",
+    "deserialize",
+    "serialize",
+    "serialize_file",
+    "write_items",
+]
+
 # The dtype names TensorSpec takes (torch's spelling) -> safetensors names.
 DTYPE_CODES: Final = {
     "bool": "BOOL",

@@ -24,6 +24,8 @@ from typing import Final
 
 from validator.compat._errors import CompatLoadError, as_u64
 
+__all__ = ["parse", "select"]
+
 _I32: Final = 1 << 31
 _UNSUPPORTED: Final = "Unsupported slice index at position {}: expected slice, int, or ellipsis"
 

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
+from validator.io._extras import needs_extra
 
-from validator.compat import numpy as _numpy
-from validator.compat._open import safe_open, to_jax
+with needs_extra("validator.compat.flax"):  # an error that names the extra, not a bare ModuleNotFoundError
+    import numpy as np
+
+    from validator.compat import numpy as _numpy
+    from validator.compat._open import safe_open, to_jax
 
 if TYPE_CHECKING:
     import os

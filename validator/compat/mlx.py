@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import ml_dtypes
-import mlx.core as mx  # type: ignore[import-not-found,unused-ignore]
-import numpy as np
+from validator.io._extras import needs_extra
 
-from validator.compat import numpy as _numpy
-from validator.compat._open import safe_open, to_mlx
+with needs_extra("validator.compat.mlx"):  # an error that names the extra, not a bare ModuleNotFoundError
+    import ml_dtypes
+    import mlx.core as mx  # type: ignore[import-not-found,unused-ignore]
+    import numpy as np
+
+    from validator.compat import numpy as _numpy
+    from validator.compat._open import safe_open, to_mlx
 
 if TYPE_CHECKING:
     import os

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-import numpy as np
-
 from validator._errors import WriteError
 from validator._findings import TensorInfo
 from validator.compat._errors import CompatLoadError, SaveTypeError, SerializeError
 from validator.compat._open import safe_open
 from validator.compat._serialize import check_metadata, copied, write_items
+from validator.io._extras import needs_extra
 from validator.io._mapping import ELEMENT_BYTES, gc_paused
 from validator.io.dtypes_np import numpy_dtype, safetensors_dtype
 from validator.io.subbyte import unpack_subbyte
@@ -35,7 +34,10 @@ if TYPE_CHECKING:
 
 __all__ = ["load", "load_file", "save", "save_file"]
 
-safetensors_dtype(np.dtype(np.float32))  # builds the dtype table (ml_dtypes included) at import, not at first save
+with needs_extra("validator.compat.numpy"):  # an error that names the extra, not a bare ModuleNotFoundError
+    import numpy as np
+
+    safetensors_dtype(np.dtype(np.float32))  # builds the dtype table (ml_dtypes included) at import, not at first save
 _DTYPES: Final = {name: numpy_dtype(name) for name, size in ELEMENT_BYTES.items() if size}
 
 

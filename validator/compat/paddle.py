@@ -12,14 +12,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import paddle  # type: ignore[import-not-found,unused-ignore]
-
 from validator._errors import WriteError
-from validator.compat import numpy as _numpy
 from validator.compat._errors import SaveValueError, SerializeError, non_contiguous
 from validator.compat._open import safe_open, to_paddle
 from validator.compat._serialize import DTYPE_CODES, check_metadata, write_items
+from validator.io._extras import needs_extra
 from validator.io.writer import to_bytes
+
+with needs_extra("validator.compat.paddle"):  # an error that names the extra, not a bare ModuleNotFoundError
+    import paddle  # type: ignore[import-not-found,unused-ignore]
+
+    from validator.compat import numpy as _numpy
 
 if TYPE_CHECKING:
     import os

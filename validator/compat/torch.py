@@ -19,8 +19,6 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any, Final
 
-import torch
-
 from validator._errors import WriteError
 from validator._findings import TensorInfo
 from validator.compat._errors import (
@@ -32,9 +30,13 @@ from validator.compat._errors import (
 )
 from validator.compat._open import _float4, safe_open
 from validator.compat._serialize import DTYPE_CODES, check_metadata, copied, write_items
+from validator.io._extras import needs_extra
 from validator.io._mapping import ELEMENT_BYTES, gc_paused
 from validator.io.dtypes_torch import torch_dtype
 from validator.io.writer import to_bytes
+
+with needs_extra("validator.compat.torch"):  # an error that names the extra, not a bare ModuleNotFoundError
+    import torch
 
 if TYPE_CHECKING:
     import os

@@ -13,14 +13,20 @@
 # Configuration comes from the user, never from what is vetted: without
 # --policy, the [tool.stcheck] table of the nearest pyproject.toml from the
 # working directory upward applies (the user's own project, as ruff and
-# pre-commit users expect), and a pyproject.toml that lies inside a scanned
-# path is never read, so a downloaded repository cannot ignore rules for
-# its own files.  --no-config skips discovery.
+# pre-commit users expect).  One that lies inside a scanned path applies only
+# where it sits at the root of the user's checkout (`check .` from the
+# project's root): a .git or .hg beside it that is not a clone of a model
+# hub.  A download (a hub snapshot, a `stcheck download` or `hf download`
+# folder, an unpacked archive, a `git clone` of a hub repository) has no such
+# root, so it cannot ignore rules for its own files, even when the working
+# directory is the download (spec/SPEC.md, "Where the policy comes from").
+# --no-config skips discovery.
 # Paths are str, handled with os.path as in the rest of the package.
 # ruff: noqa: PTH100, PTH109, PTH112, PTH113, PTH118, PTH119, PTH120, PTH123
 from __future__ import annotations
 
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
@@ -29,13 +35,28 @@ from validator._display import plural
 from validator._dtypes import DTYPE_BITS
 from validator._errors import SourceError, StcheckError
 from validator._inputs import POLICY_LIMIT, read_input
-from validator._rules import BY_CODE, BY_SLUG, Rule, Severity
+from validator._rules import Rule, Severity, find_rule, unknown_rule
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
     from validator._check import Checker
     from validator._findings import Finding, Report
+
+__all__ = [
+    "Discovery",
+    "Policy",
+    "PolicyError",
+    "RuleSetting",
+    "ScanItem",
+    "apply_policy",
+    "check_policy",
+    "discover_policy",
+    "find_pyproject_policy",
+    "load_policy",
+    "parse_policy",
+    "rejected_by_reference",
+]
 
 
 class PolicyError(StcheckError):
@@ -158,9 +179,9 @@ def _rule_settings(where: str, value: object) -> dict[str, RuleSetting]:  # noqa
     out: dict[str, RuleSetting] = {}
     for key, body in value.items():
         here = f"{where}.{key}"
-        found: Rule | None = BY_SLUG.get(key) or BY_CODE.get(key)
+        found = find_rule(key)
         if found is None:
-            raise PolicyError(f"{here}: unknown rule {key!r} (see `stcheck rules`)")
+            raise PolicyError(f"{here}: {unknown_rule(key)}")
         if not isinstance(body, dict):
             raise PolicyError(f"{here}: expected a table with 'reason' and 'severity' or 'ignore'")
         extra = set(body) - {"reason", "severity", "ignore"}
@@ -281,11 +302,51 @@ def _names_stcheck(path: str) -> bool:
         return False
 
 
+# The hosts a `git clone` of a model hub's repository names as its remote
+# (and the user's $HF_ENDPOINT, a mirror of the hub).
+_HUB_HOSTS: Final = ("huggingface.co", "hf.co")
+
+
+def _hub_remote(hosts: Sequence[str]) -> re.Pattern[bytes]:
+    names = b"|".join(re.escape(h.encode("utf-8", "surrogateescape")) for h in hosts)
+    return re.compile(rb"(?mi)^\s*url\s*=\s*\S*?(?:[/@.]|^)(?:" + names + rb")(?:[:/]|$)")
+
+
+def _hub_hosts() -> tuple[str, ...]:
+    from urllib.parse import urlsplit  # noqa: PLC0415 - only for a pyproject.toml inside a checked path
+
+    from validator.config.settings import environment  # noqa: PLC0415 - as above
+
+    endpoint = environment().hf_endpoint
+    mirror = urlsplit(endpoint).hostname if endpoint else None
+    return (*_HUB_HOSTS, mirror) if mirror else _HUB_HOSTS
+
+
+def _users_checkout(folder: str) -> bool:
+    """Whether ``folder`` is the root of a checkout of the user's own: a .git
+    or .hg beside its pyproject.toml, and no model hub (nor $HF_ENDPOINT) as a remote.
+
+    Git writes .git/config at clone time, and nothing in the cloned
+    repository can change its remote; a hub snapshot, a downloaded folder or
+    an unpacked archive has no .git at all."""
+    git = os.path.join(folder, ".git")
+    if os.path.isdir(git):
+        try:
+            with open(os.path.join(git, "config"), "rb") as fh:
+                config = fh.read(1 << 16)
+        except OSError:
+            config = b""
+        return _hub_remote(_hub_hosts()).search(config) is None
+    return os.path.isfile(git) or os.path.isdir(os.path.join(folder, ".hg"))  # a worktree or submodule; Mercurial
+
+
 def discover_policy(scanned: Sequence[str] = (), start: str | None = None) -> Discovery:
     """The user's policy: the [tool.stcheck] table of the nearest
     pyproject.toml from ``start`` (default: the working directory) upward
     that has one, passing over every candidate that lies inside one of the
-    ``scanned`` paths.
+    ``scanned`` paths, unless it sits at the root of the user's own checkout
+    (a .git or .hg beside it, not cloned from a model hub): `check .` from
+    a project's root applies the project's policy.
 
     Configuration comes from the user, never from what is vetted: a
     downloaded repository's own pyproject.toml is not read (not even parsed),
@@ -297,7 +358,7 @@ def discover_policy(scanned: Sequence[str] = (), start: str | None = None) -> Di
     while True:
         candidate = os.path.join(here, "pyproject.toml")
         if os.path.isfile(candidate):
-            if _inside_any(candidate, scanned):
+            if _inside_any(candidate, scanned) and not _users_checkout(here):
                 if _names_stcheck(candidate):
                     passed.append(candidate)
             else:

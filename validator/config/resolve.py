@@ -8,12 +8,16 @@
 # machine formats, marked suppressed with the reason, and do not count.  A
 # rule for which safetensors 0.8.0 rejects the file cannot be ignored: an
 # --ignore that names one is refused, and --select leaves those rules on.
+#
+# An error names the option the way its caller spells it: the library's
+# fields (`ignore`) by default, the command line's flags (`--ignore`) when
+# validator.cli asks with FLAG_NAMES.
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Final
 
-from validator._rules import BY_CODE, BY_SLUG, RULES, Rule
+from validator._rules import RULES, Rule, did_you_mean, find_rule
 from validator.config.policy import (
     Policy,
     PolicyError,
@@ -27,7 +31,19 @@ from validator.sources.schemes import STDIN, is_remote
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-__all__ = ["passed_over_note", "resolve_policy", "selection"]
+__all__ = ["FIELD_NAMES", "FLAG_NAMES", "OptionNames", "passed_over_note", "resolve_policy", "selection"]
+
+
+@dataclass(frozen=True)
+class OptionNames:
+    """How errors name the rule selection's options: the library's fields or the CLI's flags."""
+
+    select: str
+    ignore: str
+
+
+FIELD_NAMES: Final = OptionNames("select", "ignore")
+FLAG_NAMES: Final = OptionNames("--select", "--ignore")
 
 
 # -- rule selection ----------------------------------------------------------------
@@ -38,18 +54,14 @@ def _matching(token: str, option: str) -> list[Rule]:
     key = token.strip()
     if key.upper() == "ALL":
         return list(RULES)
-    rule = BY_SLUG.get(key) or BY_CODE.get(key.upper())
+    rule = find_rule(key)
     if rule is not None:
         return [rule]
     if key[:2].upper() == "ST" and key[2:].isdigit() and len(key) < 5:
         found = [r for r in RULES if r.code.startswith(key.upper())]
         if found:
             return found
-    import difflib  # noqa: PLC0415 - only for a rule no code, slug or prefix names
-
-    names = [r.slug for r in RULES] + [r.code for r in RULES]
-    close = difflib.get_close_matches(key, names, n=1)
-    hint = f"; did you mean {close[0]}?" if close else "; `stcheck rules` lists them"
+    hint = did_you_mean(key) or "; `stcheck rules` lists them"
     msg = f"{option} {token}: no rule has this code, slug or code prefix{hint}"
     raise PolicyError(msg)
 
@@ -58,17 +70,20 @@ def _tokens(values: Sequence[str]) -> list[str]:
     return [t.strip() for value in values for t in value.split(",") if t.strip()]
 
 
-def selection(select: Sequence[str], ignore: Sequence[str]) -> tuple[dict[str, RuleSetting], list[str]]:
-    """The rule settings of --select and --ignore, and their names for the report.
+def selection(
+    select: Sequence[str], ignore: Sequence[str], *, spelling: OptionNames = FIELD_NAMES
+) -> tuple[dict[str, RuleSetting], list[str]]:
+    """The rule settings of ``select`` and ``ignore``, and their names for the report.
 
-    Raises PolicyError for an unknown rule, or an --ignore of a rule for
-    which safetensors 0.8.0 rejects the file."""
+    Raises PolicyError, naming the option as ``spelling`` spells it, for an
+    unknown rule, or an ``ignore`` of a rule for which safetensors 0.8.0
+    rejects the file."""
     settings: dict[str, RuleSetting] = {}
     names = []
     chosen = _tokens(select)
     if chosen:
         names.append("--select " + ",".join(chosen))
-        keep = {r.slug for token in chosen for r in _matching(token, "--select")}
+        keep = {r.slug for token in chosen for r in _matching(token, spelling.select)}
         why = f"not in --select {','.join(chosen)}"
         for rule in RULES:
             if rule.slug not in keep and not rejected_by_reference(rule):
@@ -77,10 +92,10 @@ def selection(select: Sequence[str], ignore: Sequence[str]) -> tuple[dict[str, R
     if dropped:
         names.append("--ignore " + ",".join(dropped))
         for token in dropped:
-            for rule in _matching(token, "--ignore"):
+            for rule in _matching(token, spelling.ignore):
                 if rejected_by_reference(rule):
                     msg = (
-                        f"--ignore {token}: safetensors 0.8.0 rejects every file that breaks {rule.code} "
+                        f"{spelling.ignore} {token}: safetensors 0.8.0 rejects every file that breaks {rule.code} "
                         f"{rule.slug}; it cannot be ignored"
                     )
                     raise PolicyError(msg)
@@ -99,6 +114,7 @@ def resolve_policy(
     select: Sequence[str] = (),
     ignore: Sequence[str] = (),
     on_passed_over: Callable[[str], None] | None = None,
+    spelling: OptionNames = FIELD_NAMES,
 ) -> tuple[Policy | None, list[str]]:
     """The one policy in force and the names of what it is made of.
 
@@ -106,7 +122,8 @@ def resolve_policy(
     pyproject.toml from the working directory upward that lies inside no
     ``checked`` path (configuration comes from the user, never from what is
     vetted), else none; then ``select`` and ``ignore`` on top.  Each
-    candidate passed over is given to ``on_passed_over``.  Raises PolicyError."""
+    candidate passed over is given to ``on_passed_over``.  Raises
+    PolicyError, naming ``select`` and ``ignore`` as ``spelling`` spells them."""
     found_policy: Policy | None = None
     if isinstance(policy, Policy):
         found_policy = policy
@@ -119,7 +136,7 @@ def resolve_policy(
                 on_passed_over(candidate)
         found_policy = found.policy
     names = [found_policy.source] if found_policy is not None and found_policy.source else []
-    settings, extra = selection(select, ignore)
+    settings, extra = selection(select, ignore, spelling=spelling)
     if settings:
         base = found_policy or Policy()
         source = "; ".join([*names, *extra])
@@ -128,8 +145,12 @@ def resolve_policy(
 
 
 def passed_over_note(candidate: str, verb: str = "checked") -> str:
-    """Why a pyproject.toml found above the working directory was not read."""
+    """Why a pyproject.toml found at or above the working directory was not read.
+
+    The same words for the library and the command line: "the policy" is
+    both ``policy=`` and ``--policy``."""
     return (
-        f"not reading {candidate}: it lies inside a {verb} path, and configuration comes from the user, "
-        "never from what is vetted (give it with --policy to use it)"
+        f"not reading {candidate}: it lies inside a {verb} path and is not at the root of a checkout of your own "
+        "(a .git or .hg beside it), and configuration comes from the user, never from what is vetted "
+        "(give it as the policy to use it)"
     )

@@ -11,6 +11,8 @@ if TYPE_CHECKING:
 
     Buffer = bytes | mmap.mmap
 
+__all__ = ["BufferFile"]
+
 
 class BufferFile(io.RawIOBase):
     """A read-only seekable file over a buffer (no copy of it)."""

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
     Buffer = bytes | mmap.mmap
 
+__all__ = ["COMPRESSED", "DECODERS", "MAX_INFLATE", "ZFILE", "compression", "decompress"]
+
 MAX_INFLATE: Final = 256 << 20  # the decompressed output of one file
 ZFILE: Final = b"ZF"
 _ZFILE_LENGTH: Final = 19  # len(hex(2**64)), joblib's _MAX_LEN

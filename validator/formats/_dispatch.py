@@ -42,8 +42,11 @@ if TYPE_CHECKING:
     import mmap
 
     from validator.formats._zip import Archive, Member
+    from validator.pickles._verdict import Container
 
     Buffer = bytes | mmap.mmap
+
+__all__ = ["COMPRESSED_SUFFIXES", "PICKLE_SUFFIXES", "SHARED_SUFFIXES", "Seen", "pickle_name", "read"]
 
 # Names a loader unpickles by convention; also under a compressor's suffix.
 PICKLE_SUFFIXES: Final = (".pkl", ".pickle", ".pt", ".pth", ".ckpt", ".joblib", ".npy", ".npz")
@@ -71,14 +74,14 @@ def pickle_name(name: str) -> bool:
 class Seen:
     """What the dispatch met beside the pickles: for the findings of a folder's file."""
 
-    kind: str | None = None  # the container of the last view that read or refused a pickle
+    kind: Container | None = None  # the container of the last view that read or refused a pickle
     pickled: bool = False  # a stream was read (or refused): some loader unpickles these bytes
     unread: list[str] = field(default_factory=list)  # what no loader could open (ST708)
     escapes: list[str] = field(default_factory=list)  # member names that climb out (ST709)
     archive: str | None = None  # "zip" or "tar" when the file is one
 
 
-def read(buf: Buffer, reader: Reader, *, named: bool = True, seen: Seen | None = None) -> str:
+def read(buf: Buffer, reader: Reader, *, named: bool = True, seen: Seen | None = None) -> Container:
     """Read every pickle stream a loader would unpickle in ``buf`` into ``reader``;
     return the container's kind.  Raises ReadError (a stream) or ArchiveError
     (the container).  ``named=False``: see the strategy comment."""
@@ -121,11 +124,11 @@ class _Views:
             self._byte0(legacy=legacy)
 
     # -- the streams -----------------------------------------------------------
-    def _found(self, kind: str) -> None:
+    def _found(self, kind: Container) -> None:
         self.seen.kind = kind
         self.seen.pickled = True
 
-    def _guessed(self, kind: str, buf: Buffer, *, legacy: bool, whole: bool) -> None:
+    def _guessed(self, kind: Container, buf: Buffer, *, legacy: bool, whole: bool) -> None:
         """A stream from byte 0 of ``buf``: forgiven when it fails before importing anything."""
         before = len(self.reader.imports)
         try:
@@ -200,7 +203,7 @@ class _Views:
         if self.seen.kind is None and arrays:
             self.seen.kind = "npz"
 
-    def _arrays(self, archive: Archive, *, torch_kind: str) -> bool:
+    def _arrays(self, archive: Archive, *, torch_kind: Container) -> bool:
         """numpy.load's view of a zip: every member that starts as an .npy; whether there was one."""
         arrays = False
         for m in archive.members:

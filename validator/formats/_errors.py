@@ -6,6 +6,8 @@
 # follow, a format it has no reader for): ST708 names what was not read.
 from __future__ import annotations
 
+__all__ = ["ArchiveError", "NoPickle", "Unreadable"]
+
 
 class ArchiveError(Exception):
     """A container that is not what it claims (the public API reports it as a problem)."""

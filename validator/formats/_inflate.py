@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
     Buffer = bytes | mmap.mmap
 
+__all__ = ["CHUNK", "ERRORS", "Decoder", "inflate"]
+
 CHUNK: Final = 1 << 20
 ERRORS: Final = (zlib.error, OSError, EOFError, lzma.LZMAError, ValueError)
 

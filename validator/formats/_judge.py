@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
     Buffer = bytes | mmap.mmap
 
+__all__ = ["Judged", "judge"]
+
 # Archives stcheck has no reader for: (magic, what).
 _OTHER_ARCHIVES: Final = (
     (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"),

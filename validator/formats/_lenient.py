@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
     Buffer = bytes | mmap.mmap
 
+__all__ = ["IMPORTS", "MAX_LINE", "MAX_OPS", "may_import"]
+
 # Every opcode that makes pickle resolve a global (find_class).
 IMPORTS: Final = frozenset({"GLOBAL", "INST", "STACK_GLOBAL", "EXT1", "EXT2", "EXT4"})
 MAX_OPS: Final = 1_000_000

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
     Buffer = bytes | mmap.mmap
 
+__all__ = ["MAGIC", "MAX_HEADER", "Header", "has_objects", "header"]
+
 MAGIC: Final = b"\x93NUMPY"
 MAX_HEADER: Final = 1 << 20  # numpy.load(allow_pickle=True) has no bound; a longer one is refused
 _LENGTH: Final = {

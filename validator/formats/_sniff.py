@@ -14,18 +14,23 @@
 from __future__ import annotations
 
 import struct
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from validator.formats import _compressed, _npy, _tar, _zip
 from validator.formats._inflate import ERRORS, inflate
 from validator.pickles._ops import HIGHEST_PROTOCOL, MAGIC, Reader, ReadError
+
+if TYPE_CHECKING:
+    from validator.pickles._verdict import Container
+
+__all__ = ["SNIFF_HEAD", "sniff"]
 
 SNIFF_HEAD: Final = 4096
 _LEGACY_TAIL: Final = b"\x8a\x0a" + MAGIC.to_bytes(10, "little")
 _LOCAL_NAME: Final = struct.Struct("<HH")
 
 
-def sniff(head: bytes) -> str | None:
+def sniff(head: bytes) -> Container | None:
     """The container ``head`` (a file's first bytes) starts, or None."""
     if head.startswith((_zip.SIG_LOCAL, _zip.SIG_EOCD)):
         if head.startswith(_zip.SIG_LOCAL) and len(head) >= 30:
@@ -44,7 +49,7 @@ def sniff(head: bytes) -> str | None:
     return _plain(head[:SNIFF_HEAD]) if head else None
 
 
-def _plain(head: bytes) -> str | None:
+def _plain(head: bytes) -> Container | None:
     if head[:1] == b"\x80":
         if len(head) > 1 and 2 <= head[1] <= HIGHEST_PROTOCOL:
             return "joblib" if b"joblib.numpy_pickle" in head else "pickle"

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
     Buffer = bytes | mmap.mmap
 
+__all__ = ["MAX_MEMBER", "MAX_MEMBERS", "Cut", "member", "members", "tar_header"]
+
 MAX_MEMBERS: Final = 100_000
 MAX_MEMBER: Final = 256 << 20  # a pickle member is copied
 _BLOCK: Final = 512

@@ -42,6 +42,26 @@ if TYPE_CHECKING:
 
     Buffer = bytes | mmap.mmap
 
+__all__ = [
+    "DESCRIPTOR",
+    "ENCRYPTED",
+    "MAX_COMMENT",
+    "MAX_INFLATE",
+    "MAX_MEMBER",
+    "MAX_MEMBERS",
+    "METHODS",
+    "PATCHED",
+    "SIG_EOCD",
+    "SIG_LOCAL",
+    "STRONG",
+    "UTF8",
+    "Archive",
+    "Member",
+    "member_bytes",
+    "names_a_pickle",
+    "open_zip",
+]
+
 MAX_MEMBERS: Final = 100_000
 MAX_MEMBER: Final = 256 << 20  # a member's compressed size, read whole (it is copied)
 MAX_INFLATE: Final = 256 << 20  # a member's decompressed size, read whole

@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Final
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
+__all__ = ["STDERR_HEAD", "STDERR_TAIL", "STDOUT_LIMIT", "Completed", "run", "stop_all"]
+
 STDOUT_LIMIT: Final = 1 << 22
 STDERR_HEAD: Final = 8 << 10
 STDERR_TAIL: Final = 24 << 10

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Final
 from validator._dtypes import DTYPE_BITS, element_bytes
 from validator._errors import LoadError, SourceError
 from validator._source import open_regular, os_error
+from validator.io._extras import needs_extra
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -32,6 +33,24 @@ if TYPE_CHECKING:
 
     # (index, kinds, begins, ends, parse): see `columns`.
     Columns = tuple[dict[str, int], list[Any], list[int], list[int], Callable[[Any], tuple[str, tuple[int, ...]]]]
+
+__all__ = [
+    "ELEMENT_BYTES",
+    "OWN_MAPPING",
+    "Mapped",
+    "Row",
+    "closed_error",
+    "columns",
+    "data_order",
+    "gc_paused",
+    "lazy",
+    "lazy_torch",
+    "open_source",
+    "preadv",
+    "resolve_cast",
+    "rows",
+    "truncated_error",
+]
 
 # (name, dtype, shape, begin, end): one tensor, offsets relative to the data region.
 Row = tuple[str, str, tuple[int, ...], int, int]
@@ -196,12 +215,13 @@ _LAZY: dict[str, Any] = {}
 def lazy() -> dict[str, Any]:
     """numpy and its dtype table, imported once, on first use."""
     if "np" not in _LAZY:
-        import numpy as np  # noqa: PLC0415 - numpy/torch load only when a tensor is read
+        with needs_extra("reading tensors as numpy arrays"):
+            import numpy as np  # noqa: PLC0415 - numpy/torch load only when a tensor is read
 
-        from validator.io.dtypes_np import numpy_dtype  # noqa: PLC0415 - numpy/torch load only when a tensor is read
+            from validator.io.dtypes_np import numpy_dtype  # noqa: PLC0415 - numpy/torch load only when a tensor is read
 
-        # safetensors dtype -> numpy dtype, for the byte-sized dtypes.
-        dtypes = {name: numpy_dtype(name) for name, size in ELEMENT_BYTES.items() if size}
+            # safetensors dtype -> numpy dtype, for the byte-sized dtypes.
+            dtypes = {name: numpy_dtype(name) for name, size in ELEMENT_BYTES.items() if size}
         _LAZY.update(np=np, numpy_dtype=numpy_dtype, np_dtypes=dtypes)
     return _LAZY
 
@@ -209,7 +229,8 @@ def lazy() -> dict[str, Any]:
 def lazy_torch() -> dict[str, Any]:
     """torch and its dtype table, imported once, on first use."""
     if "torch" not in _LAZY:
-        import torch  # noqa: PLC0415 - numpy/torch load only when a tensor is read
+        with needs_extra("reading tensors as torch tensors"):
+            import torch  # noqa: PLC0415 - numpy/torch load only when a tensor is read
 
         from validator.io.dtypes_torch import torch_dtype  # noqa: PLC0415 - numpy/torch load only when a tensor is read
 
@@ -265,7 +286,8 @@ def _numpy_cast_target(target: str) -> Any:  # noqa: ANN401 - a numpy dtype
     found = lazy()
     if target in DTYPE_BITS and DTYPE_BITS[target] % 8 == 0:
         return found["numpy_dtype"](target)
-    import ml_dtypes  # noqa: PLC0415 - numpy names for bfloat16 and the float8 types
+    with needs_extra("a numpy cast target"):
+        import ml_dtypes  # noqa: PLC0415 - numpy names for bfloat16 and the float8 types
 
     try:
         return found["np"].dtype(getattr(ml_dtypes, target, target) if isinstance(target, str) else target)

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from validator._check import Checker
     from validator._findings import Report, TensorInfo
 
+__all__ = ["ParsedIndex", "ShardProblem", "Summary", "cross_check", "shard_names", "summarize"]
+
 
 @dataclass(frozen=True)
 class ParsedIndex:

@@ -19,9 +19,21 @@ import platform
 import re
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Final
+from typing import Final, Literal
 
 from validator._errors import DeviceError
+from validator.io._extras import needs_extra
+
+__all__ = [
+    "CAPABILITIES",
+    "FRAMEWORK_CAPABILITIES",
+    "Capability",
+    "ensure_available",
+    "framework_unsupported",
+    "parse_device",
+    "platform_facts",
+    "unsupported_reason",
+]
 
 
 @dataclass(frozen=True)
@@ -34,7 +46,7 @@ class Capability:
     load (safetensors' own loaders do the same), each with the reason.
     """
 
-    kind: str
+    kind: Literal["cpu", "cuda", "mps", "jax:cpu", "mlx:cpu", "mlx:gpu", "paddle:cpu"]
     never: MappingProxyType[str, str]
     min_os: MappingProxyType[str, tuple[int, ...]]
     narrows: MappingProxyType[str, str] = field(default_factory=lambda: MappingProxyType({}))
@@ -160,7 +172,8 @@ def platform_facts(kind: str) -> tuple[int, ...] | None:
 
 def ensure_available(device: str) -> str:
     """Check that torch can use ``device``; return it normalised."""
-    import torch  # noqa: PLC0415 - torch loads only when a device is checked
+    with needs_extra("torch tensors (framework='torch')"):
+        import torch  # noqa: PLC0415 - torch loads only when a device is checked
 
     kind, index = parse_device(device)
     if kind == "cuda":

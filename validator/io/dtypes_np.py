@@ -16,6 +16,7 @@ import functools
 from typing import TYPE_CHECKING, Any, Final
 
 from validator._dtypes import DTYPE_BITS, SUBBYTE, TABLE
+from validator.io._extras import needs_extra
 
 if TYPE_CHECKING:
     import numpy as np
@@ -32,7 +33,8 @@ _SUBBYTE_NAMES: Final = {d.name: d.numpy for d in TABLE if d.name in SUBBYTE}
 def _resolve(name: str) -> Any:  # noqa: ANN401 - a numpy scalar type
     module, _, attribute = name.partition(".")
     if module == "ml_dtypes":
-        import ml_dtypes  # noqa: PLC0415 - numpy/ml_dtypes load only when used
+        with needs_extra("numpy's bfloat16, float8, float6 and float4 types"):
+            import ml_dtypes  # noqa: PLC0415 - numpy/ml_dtypes load only when used
 
         return getattr(ml_dtypes, attribute)
     import numpy as np  # noqa: PLC0415 - numpy/ml_dtypes load only when used

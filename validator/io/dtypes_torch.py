@@ -13,6 +13,8 @@ from validator._dtypes import TABLE
 if TYPE_CHECKING:
     import torch
 
+__all__ = ["parse_cast_target", "safetensors_dtype", "torch_dtype"]
+
 # Byte-sized safetensors dtype -> torch attribute, from the dtype table.
 _TORCH_NAMES: Final = {d.name: d.torch for d in TABLE if d.torch is not None and d.bits % 8 == 0}
 # Every torch attribute the table names -> safetensors dtype, packed sub-byte

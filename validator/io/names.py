@@ -23,6 +23,27 @@ from typing import TYPE_CHECKING, Final
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable
 
+__all__ = [
+    "HUB_BLOBS",
+    "HUB_INCOMPLETE",
+    "HUB_KINDS",
+    "HUB_SNAPSHOTS",
+    "MAX_COMPONENT_BYTES",
+    "MAX_NAME_BYTES",
+    "SUFFIX",
+    "HubSnapshot",
+    "IndexName",
+    "hub_repo_folder",
+    "hub_repo_id",
+    "hub_snapshot",
+    "is_index_name",
+    "orphan_candidates",
+    "parse_index_name",
+    "shard_family",
+    "shard_prefix",
+    "unsafe_shard_name",
+]
+
 SUFFIX: Final = ".safetensors"
 
 # <stem>.safetensors.index[.<variant>].json, or the legacy

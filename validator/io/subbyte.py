@@ -12,6 +12,8 @@ from typing import Any, Final
 
 from validator._dtypes import DTYPE_BITS
 
+__all__ = ["CHUNK", "pack_subbyte", "unpack_subbyte"]
+
 # Elements (pack) or packed bytes (unpack) handled per step.
 CHUNK: Final = 3 << 18
 

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any, Final
 if TYPE_CHECKING:
     from collections.abc import Container, Mapping, Sequence
 
+__all__ = ["INPUT_EMBEDDINGS", "KNOWN_TIES", "OUTPUT_HEADS", "config_flag", "known_partner", "tie_evidence"]
+
 KNOWN_TIES: Final[tuple[tuple[str, str], ...]] = (
     ("backbone_model.embed_tokens.embed_audio_tokens.weight", "depth_decoder.model.embed_tokens.weight"),
     ("bbox_embed", "model.decoder.bbox_embed"),

@@ -52,6 +52,8 @@ from validator.io.subbyte import pack_subbyte
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+__all__ = ["current_umask", "save", "serialize_items", "to_bytes", "write_file"]
+
 _RANK: Final = {name: i for i, name in enumerate(DTYPES)}
 _escape = json.encoder.encode_basestring
 # A temporary of a dead writer is removed once it has not changed for this long.

@@ -31,7 +31,7 @@ from validator.pickles._allow import ALLOWED
 from validator.pickles._archive import ArchiveError, read
 from validator.pickles._ops import MAX_OPS, Reader, ReadError, RefusedError
 from validator.pickles._sniff import sniff
-from validator.pickles._verdict import Global, PickleVerdict, verdict_from
+from validator.pickles._verdict import Container, Global, PickleVerdict, verdict_from
 
 if TYPE_CHECKING:
     import os
@@ -87,7 +87,7 @@ def read_pickle_file(path: str | os.PathLike[str]) -> PickleVerdict:
 def _verdict(buf: Buffer, name: str | None) -> PickleVerdict:
     reader = Reader()
     problem = None
-    kind = sniff(bytes(buf[:4096])) or "pickle"
+    kind: Container = sniff(bytes(buf[:4096])) or "pickle"
     if not buf:
         problem = "an empty file: not a pickle"
     else:

@@ -26,6 +26,32 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Final
 
+__all__ = [
+    "ALLOWED",
+    "CODECS_ENCODE",
+    "DATA_TIER",
+    "DICT_TYPES",
+    "FROM_TYPE",
+    "HOOKS_AT",
+    "INDEX_TYPES",
+    "JOBLIB_OLD_WRAPPERS",
+    "JOBLIB_WRAPPER",
+    "LIST_TYPES",
+    "LOAD_FROM_BYTES",
+    "NDARRAY_TYPES",
+    "NEW_INDEX",
+    "NUMPY_DTYPE",
+    "OBJECT_ARRAY",
+    "REBUILD_FUNCS",
+    "RECONSTRUCT",
+    "STATE_AT",
+    "TENSOR_TYPES",
+    "TORCH_OPCODES",
+    "allowed",
+    "data_tier",
+    "torch_allows",
+]
+
 _TORCH_SOURCE: Final = "torch.load weights_only=True: torch 2.13 torch/_weights_only_unpickler.py _get_allowed_globals"
 _TORCH_REBUILD: Final = (
     "torch.load weights_only=True: torch 2.13 torch/_weights_only_unpickler.py _tensor_rebuild_functions"

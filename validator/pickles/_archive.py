@@ -11,13 +11,14 @@ if TYPE_CHECKING:
     import mmap
 
     from validator.pickles._ops import Reader
+    from validator.pickles._verdict import Container
 
     Buffer = bytes | mmap.mmap
 
 __all__ = ["ArchiveError", "read"]
 
 
-def read(buf: Buffer, reader: Reader, *, named: bool = True) -> str:
+def read(buf: Buffer, reader: Reader, *, named: bool = True) -> Container:
     """Read every pickle stream a loader would unpickle in ``buf`` into ``reader``;
     return the container's kind.  Raises ReadError (a stream) or ArchiveError
     (the container)."""

@@ -17,6 +17,8 @@ from validator.pickles._values import Bytes, Call, Dict, Ref
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+__all__ = ["check", "literal_bytes", "object_dtype", "plain_dict", "plain_state"]
+
 
 def _arg(args: object, i: int) -> object:
     return args[i] if isinstance(args, tuple) and len(args) > i else None

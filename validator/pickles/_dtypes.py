@@ -26,6 +26,8 @@ from typing import Final
 
 from validator.pickles._values import Call
 
+__all__ = ["NUMPY_DTYPE", "code_of", "facts", "parse_code"]
+
 NUMPY_DTYPE: Final = ("numpy", "dtype")
 
 # numpy.dtype's string form: an optional byte order, a kind, a size, and a datetime unit.

@@ -11,6 +11,8 @@ from validator.pickles._values import OPAQUE, Dict, ReadError, Ref, Seq
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+__all__ = ["HANDLERS", "HIGHEST_PROTOCOL"]
+
 
 class _Stream(Protocol):
     """What a handler uses of _ops._Stream (named here so the two modules do not import each other)."""

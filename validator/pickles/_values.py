@@ -13,6 +13,8 @@ if TYPE_CHECKING:
 
     Buffer = bytes | mmap.mmap
 
+__all__ = ["MAX_DICT_KEYS", "OPAQUE", "Bytes", "Call", "Dict", "Import", "ReadError", "Ref", "RefusedError", "Seq"]
+
 
 class ReadError(Exception):
     """A stream that cannot be read to its STOP; the public API reports it as a problem."""

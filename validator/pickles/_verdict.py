@@ -10,13 +10,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Literal
 
 from validator._display import escape_line
 from validator.pickles._allow import TORCH_OPCODES, allowed, torch_allows
 
 if TYPE_CHECKING:
     from validator.pickles._ops import Reader
+
+__all__ = ["LOADERS", "TORCH_KINDS", "TORCH_PHRASE", "Container", "Global", "PickleVerdict", "verdict_from"]
+
+# The container a pickle-bearing file is: which loader unpickles what in it.
+Container = Literal["pickle", "joblib", "npy", "npz", "torch-zip", "torch-tar", "torch-legacy"]
 
 # Where a read stops naming unsafe globals in one message.
 _NAMED: Final = 3
@@ -76,7 +81,7 @@ class PickleVerdict:
     gave, if any.
     """
 
-    kind: str
+    kind: Container
     weights_only: bool
     imports: tuple[Global, ...]
     unsafe: tuple[Global, ...]
@@ -124,7 +129,7 @@ LOADERS: Final = {
 }
 
 
-def verdict_from(kind: str, reader: Reader, problem: str | None, name: str | None) -> PickleVerdict:
+def verdict_from(kind: Container, reader: Reader, problem: str | None, name: str | None) -> PickleVerdict:
     """The verdict on a read of a ``kind`` file that ``reader`` made, ``problem`` why it stopped early (or None)."""
     imports = tuple(
         Global(
@@ -163,7 +168,7 @@ def verdict_from(kind: str, reader: Reader, problem: str | None, name: str | Non
     )
 
 
-def _torch_refusal(kind: str, reader: Reader, imports: tuple[Global, ...]) -> str | None:
+def _torch_refusal(kind: Container, reader: Reader, imports: tuple[Global, ...]) -> str | None:
     # What torch.load(weights_only=True) (torch 2.13) would stop at, first found first.
     if kind == "torch-tar":
         return "it refuses the legacy tar form"

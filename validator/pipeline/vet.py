@@ -5,14 +5,14 @@
 #      and a hub cache, resolved into numbered targets (validator.sources),
 #      each planned by validator.pipeline.plan into results it finishes
 #      itself and jobs for the read; signatures are verified before any file
-#      is read (pipeline.signed), and each signed file's digests are added
+#      is read (pipeline.signatures), and each signed file's digests are added
 #      to its job;
 #   2. read: the one read of each file (format, deep checks, digests) in a
 #      worker pool, a Dask cluster or through the results cache
 #      (pipeline.runner); its results are grouped by their target's
 #      ordinal, and each target's verdicts (another file's kind, a link's
 #      finding) taken into them (pipeline.verdicts);
-#   3. signatures: the digests compared with each signature (pipeline.signed);
+#   3. signatures: the digests compared with each signature (pipeline.signatures);
 #   4. judge: the policy applied once (pipeline.judge), the exit status computed.
 # The report writers (validator.report) take what `vet` returns; the
 # command line only parses its options into VetOptions and writes reports.
@@ -39,12 +39,12 @@ from validator.pipeline.engine import DEFAULT_CHUNK, Job, Options, run_jobs, tot
 from validator.pipeline.hubcache import HubWalk, default_hf_cache
 from validator.pipeline.judge import judge
 from validator.pipeline.plan import Planned, plan_target, results_of
-from validator.pipeline.signed import Signing
+from validator.pipeline.signatures import Signatures, arguments
 from validator.pipeline.verdicts import take_verdicts
 from validator.read.integrity import normalise_sha256, read_checksums
 from validator.report.results import FailOn, exit_status
 from validator.signing.base import SigningSetupError
-from validator.sources.schemes import STDIN
+from validator.sources.schemes import STDIN, is_remote
 from validator.sources.targets import resolve
 
 if TYPE_CHECKING:
@@ -69,25 +69,26 @@ class VetError(StcheckError, ValueError):
     Its message names VetOptions' own fields (``chunk_size``); ``worded``
     gives it in another spelling of them (`stcheck scan`'s flags)."""
 
-    def __init__(self, message: str, *, template: str = "", fields: tuple[str, ...] = ()) -> None:
+    def __init__(self, message: str, *, template: str = "", fields: tuple[str, ...] = (), subject: str = "") -> None:
         super().__init__(message)
         self.template = template or message
         self.fields = fields
+        self.subject = subject
 
     @classmethod
-    def naming(cls, template: str, *fields: str) -> VetError:
-        """An error whose ``template`` names each of ``fields`` as ``{field}``."""
-        message = template
-        for name in fields:
-            message = message.replace("{" + name + "}", name)
-        return cls(message, template=template, fields=fields)
+    def naming(cls, template: str, *fields: str, subject: str = "") -> VetError:
+        """An error whose ``template`` names each of ``fields`` as ``{field}``,
+        after ``subject`` (a path, never reworded) when one is given."""
+        error = cls("", template=template, fields=fields, subject=subject)
+        error.args = (error.worded({}),)
+        return error
 
     def worded(self, names: Mapping[str, str]) -> str:
         """The message with each field it names spelt as ``names`` spells it."""
         message = self.template
         for name in self.fields:
             message = message.replace("{" + name + "}", names.get(name, name))
-        return message
+        return f"{self.subject}: {message}" if self.subject else message
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,8 @@ class VetOptions:
     timeout_per_file: float | None = None
     chunk_size: int = DEFAULT_CHUNK
     network: Network = field(default_factory=Network)
-    bom: bool = False  # group the results into models for a CycloneDX BOM
+    signature_method: str = "oms"  # a row of validator.signing.base.METHODS
+    every_sha256: bool = False  # compute every file's sha256 in its one read (a report that lists them: a BOM)
 
 
 @dataclass
@@ -134,7 +136,6 @@ class Vetted:
     seconds: float
     exit_code: int
     profile: str
-    models: list[Any] | None = None
 
     @property
     def ok(self) -> bool:
@@ -164,6 +165,15 @@ def _check_options(paths: Sequence[str], options: VetOptions) -> None:
     if STDIN in paths and (options.deep or options.sha256 or options.checksums or list(paths).count(STDIN) > 1):
         raise VetError.naming(
             "- (standard input, once) is checked from its header only: {deep} and digests need a file", "deep"
+        )
+    # A remote source is read from its header by range requests, as stdin is from its pipe (spec: Remote sources).
+    remote = next((p for p in paths if is_remote(p)), None)
+    if remote is not None and (options.deep or options.sha256 or options.checksums):
+        raise VetError.naming(
+            "a remote source is checked from its header only (by range requests): {deep} and digests need a file; "
+            "stcheck download reads it whole",
+            "deep",
+            subject=remote,
         )
     if options.deep and importlib.util.find_spec("numpy") is None:
         raise VetError.naming("{deep} needs numpy: " + install_hint("scan"), "deep")
@@ -228,8 +238,8 @@ def vet(
         # The checksum list cannot list itself: it is judged, not verified.
         own = frozenset({os.path.realpath(options.checksums)} if options.checksums else ())
         # Signatures are verified (and compared with a hub's listing) before any file is read.
-        signing = Signing.from_options(options, policy)
-        signing.verify_sources(paths, options.network, hf_cache=hf_cache is not None)
+        signing = Signatures.from_options(options, policy)
+        signing.verify_sources(arguments(paths), options.network, hf_cache=hf_cache is not None)
         paths = signing.pinned(paths)  # an hf:// folder is read at the commit its signature was compared with
         planned = _plan(paths, hf_cache, options, policy, errors, own)
     except (PolicyError, SourceError, ValueError, SigningSetupError) as exc:
@@ -244,7 +254,7 @@ def vet(
     jobs += missing
     hub = next((p.hub for p in planned if p.hub is not None), HubWalk())
     try:
-        jobs = signing.annotate(jobs, hub)  # each signed file's digests, computed in its one read
+        jobs = signing.with_digests(jobs, hub, sha256=options.every_sha256)  # digests computed in the one read
     except (ValueError, SigningSetupError) as exc:
         raise VetError(str(exc)) from exc
     finished = [results_of(p, options.profile, policy) for p in planned]
@@ -267,7 +277,7 @@ def vet(
         results += take_verdicts([*done, *by_target.pop(p.ordinal, [])], p.verdicts, p.via)
     results += by_target.pop(len(planned), [])
     # signatures
-    results = signing.finish(results, read, policy)
+    results = signing.finish(results, read, sha256=options.every_sha256)
     # judge
     judge(results, policy)
     _hub_revisions(results)
@@ -281,7 +291,6 @@ def vet(
         seconds=time.perf_counter() - started,
         exit_code=exit_status(results, errors, options.fail_on),
         profile=options.profile,
-        models=signing.models(results) if options.bom else None,
     )
 
 

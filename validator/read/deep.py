@@ -1,5 +1,5 @@
 # Strategy: deep checks of tensor contents, fed by the single streaming pass
-# of scan/engine.py.  The file is read once, in fixed-size chunks into a reused
+# of pipeline/engine.py.  The file is read once, in fixed-size chunks into a reused
 # buffer; each chunk is handed to `DeepScanner.feed` together with its
 # absolute offset, and the scanner intersects it with the tensors' byte
 # ranges, so memory stays bounded whatever the size of a file or a tensor.
@@ -41,6 +41,20 @@ if TYPE_CHECKING:
 
     from validator._check import Checker
     from validator._findings import TensorInfo
+
+__all__ = [
+    "BYTE_DTYPES",
+    "LONG_NAME",
+    "LONG_VALUE",
+    "ZERO_MIN_ELEMENTS",
+    "ZERO_TAIL_MIN",
+    "DeepScanner",
+    "DeepStats",
+    "check_names",
+    "head_signature",
+    "tail_has_eocd",
+    "zero_is_suspicious",
+]
 
 # dtype -> (kind, bits of the integer view, magnitude mask, first special
 # pattern), from the dtype table's NaN/Inf classes (see _dtypes.Dtype.specials).

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from validator._findings import Report
     from validator._rules import Profile
 
+__all__ = ["SeenHeader", "Stamp", "same_file", "stamp_of", "still_judged", "validate_fd"]
+
 Stamp = tuple[int, int, int, int, int]  # size, mtime_ns, ctime_ns, inode, device
 
 

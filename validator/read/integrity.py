@@ -22,6 +22,18 @@ from validator._inputs import CHECKSUMS_LIMIT, read_input
 if TYPE_CHECKING:
     from validator._check import Checker
 
+__all__ = [
+    "Checksums",
+    "Digester",
+    "Expected",
+    "check_digest",
+    "checksum_key",
+    "from_blob_name",
+    "lookup",
+    "normalise_sha256",
+    "read_checksums",
+]
+
 _HEX64: Final = re.compile(r"[0-9a-fA-F]{64}")
 _HEX40: Final = re.compile(r"[0-9a-fA-F]{40}")
 # sha256sum output: "<hex>  <name>" (text mode) or "<hex> *<name>" (binary

@@ -15,6 +15,8 @@ if TYPE_CHECKING:
 
     from validator.read.integrity import Digester
 
+__all__ = ["read_pass"]
+
 
 def _read_once(
     fh: io.FileIO,

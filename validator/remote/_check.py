@@ -8,7 +8,8 @@
 # headers are fetched concurrently, `concurrency` at a time; the cross-shard
 # checks are io.checkpoint's, shared with local checkpoints.
 #
-# Sources: http(s) URLs, and hf:// addresses resolved through _hub.  A whole
+# Sources: http(s) URLs, and hf:// addresses resolved through _hub (or
+# through _snapshot, from the hub cache alone, when it can answer).  A whole
 # repository (or a folder of one) is expanded into its indexes, each checked
 # as one checkpoint with its shards, and the *.safetensors files no index
 # names, each checked alone.
@@ -37,8 +38,10 @@ from validator.io.index import (
     unsafe_shard_name,
 )
 from validator.io.names import SUFFIX
-from validator.remote._http import Client, Options, RemoteFile, fetch_small
+from validator.remote._http import Client, Options, fetch_small
 from validator.remote._hub import HubRepo, is_hf, parse_hf, resolve
+from validator.remote._ranged import RemoteFile
+from validator.remote._snapshot import from_cache, not_cached
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
@@ -46,6 +49,23 @@ if TYPE_CHECKING:
     from validator._check import Checker
     from validator._findings import Report
     from validator._rules import Profile
+
+__all__ = [
+    "IndexSource",
+    "Plan",
+    "RemoteEntry",
+    "RemoteHeader",
+    "check_index",
+    "check_parsed",
+    "check_source",
+    "default_options",
+    "loose_files",
+    "plan",
+    "read_header",
+    "unnamed_files",
+    "validate_remote_index",
+    "validate_url",
+]
 
 
 @dataclass(frozen=True)
@@ -134,6 +154,8 @@ class IndexSource:
     config: str | None = None  # the URL of the model's config.json beside it (None: the listing has none)
     siblings: tuple[str, ...] | None = None  # the file names beside it in a hub listing (None: unknown)
     sibling: Callable[[str], IndexSource] | None = None  # another index of that folder, by name
+    cached: str | None = None  # the index in the local hub cache at the same commit
+    config_cached: str | None = None  # its config.json there
 
 
 def check_index(
@@ -148,7 +170,7 @@ def check_index(
     With ``keep``, the index's bytes are appended to it; ``read`` fetches
     and checks one shard's header (default: read_header), so that download
     can keep the very bytes it cross-checked."""
-    raw, size = fetch_small(client, source.url, MAX_INDEX_SIZE, source.headers)
+    raw, size = _small(client, source.url, source.cached, MAX_INDEX_SIZE, source.headers)
     if keep is not None and raw is not None:
         keep.append(raw)
     out = index_checker()
@@ -204,7 +226,7 @@ def check_parsed(
 def _named_by(client: Client, source: IndexSource) -> set[str]:
     """The shard names another remote index lists (empty when it cannot be read)."""
     try:
-        raw, size = fetch_small(client, source.url, MAX_INDEX_SIZE, source.headers)
+        raw, size = _small(client, source.url, source.cached, MAX_INDEX_SIZE, source.headers)
     except RemoteError:
         return set()
     parsed = parse_index(raw, size, index_checker())
@@ -218,10 +240,25 @@ def _config(client: Client, source: IndexSource) -> dict[str, Any] | None:
     if source.config is None:
         return None
     try:
-        raw, _ = fetch_small(client, source.config, MAX_CONFIG_SIZE, source.headers)
+        raw, _ = _small(client, source.config, source.config_cached, MAX_CONFIG_SIZE, source.headers)
     except RemoteError:
         return None
     return parse_config(raw)
+
+
+def _small(
+    client: Client, url: str, cached: str | None, limit: int, headers: Mapping[str, str]
+) -> tuple[bytes | None, int]:
+    """A small file (an index, a config) from the hub cache when it is
+    there, else over HTTP: (its bytes, or None past ``limit``; its size)."""
+    if cached is None:
+        return fetch_small(client, url, limit, headers)
+    try:
+        with open(cached, "rb") as f:  # noqa: PTH123 - a path from the hub cache, as str
+            data = f.read(limit + 1)
+    except OSError as exc:
+        raise RemoteError(f"{cached}: {exc.strerror or exc}") from exc
+    return (None, len(data)) if len(data) > limit else (data, len(data))
 
 
 # -- sources -----------------------------------------------------------------
@@ -240,23 +277,28 @@ def _url_index(url: str) -> IndexSource:
 
 def _hub_entry(repo: HubRepo, path: str) -> RemoteEntry:
     listed = repo.entries.get(path)
+    cached = repo.cached(path)
+    if cached is None and not repo.complete:
+        raise not_cached(repo, path)
     return RemoteEntry(
         repo.url(path),
         repo.display(path),
         None if listed is None else listed.size,
         None if listed is None else listed.sha256,
-        repo.cached(path),
+        cached,
         path,
         None if listed is None else listed.blob_id,
         repo.headers,
     )
 
 
-def _hub_index(repo: HubRepo, path: str) -> IndexSource:
+def _hub_index(repo: HubRepo, path: str, *, local: bool = True) -> IndexSource:
     base = posixpath.dirname(path)
 
     def shard(name: str) -> RemoteEntry | None:
         full = posixpath.join(base, name) if base else name
+        if full not in repo.entries and not repo.complete:
+            raise not_cached(repo, full)
         return _hub_entry(repo, full) if full in repo.entries else None
 
     config = posixpath.join(base, "config.json") if base else "config.json"
@@ -264,9 +306,20 @@ def _hub_index(repo: HubRepo, path: str) -> IndexSource:
     siblings = tuple(sorted(posixpath.basename(p) for p in repo.entries if posixpath.dirname(p) == base))
 
     def sibling(name: str) -> IndexSource:
-        return _hub_index(repo, posixpath.join(base, name) if base else name)
+        return _hub_index(repo, posixpath.join(base, name) if base else name, local=local)
 
-    return IndexSource(repo.url(path), repo.display(path), shard, path, repo.headers, listed, siblings, sibling)
+    return IndexSource(
+        repo.url(path),
+        repo.display(path),
+        shard,
+        path,
+        repo.headers,
+        listed,
+        siblings,
+        sibling,
+        repo.cached(path) if local else None,
+        repo.cached(config) if local and listed is not None else None,
+    )
 
 
 @dataclass(frozen=True)
@@ -278,8 +331,10 @@ class Plan:
     hub: HubRepo | None = None
 
 
-def plan(source: str, options: Options) -> Plan:
-    """Expand a URL or hf:// address; raise RemoteError or ValueError."""
+def plan(source: str, options: Options, *, cache: bool = True) -> Plan:
+    """Expand a URL or hf:// address; raise RemoteError or ValueError.
+    With ``cache``, an hf:// address the local hub cache can answer is
+    planned from it, with no network call (remote._snapshot)."""
     if not is_hf(source):
         if urlsplit(source).scheme not in {"http", "https"}:
             msg = f"{source}: not an http(s):// URL or hf:// address"
@@ -289,13 +344,17 @@ def plan(source: str, options: Options) -> Plan:
             return Plan([_url_index(source)], [])
         return Plan([], [_url_entry(source)])
     location = parse_hf(source)
-    repo = resolve(location, timeout=options.timeout, deadline=options.deadline, headers=options.headers)
+    repo = from_cache(location) if cache else None
+    if repo is None:
+        repo = resolve(location, timeout=options.timeout, deadline=options.deadline, headers=options.headers)
     path = location.path
     if path.endswith(SUFFIX) or is_index_name(path):
+        if path not in repo.entries and not repo.complete:
+            raise not_cached(repo, path)
         if path not in repo.entries:
             raise RemoteError(f"{repo.display(path)}: no such file in the repository", status=404)
         if is_index_name(path):
-            return Plan([_hub_index(repo, path)], [], repo)
+            return Plan([_hub_index(repo, path, local=cache)], [], repo)
         return Plan([], [_hub_entry(repo, path)], repo)
     folder = path.rstrip("/")
     inside = [p for p in sorted(repo.entries) if not folder or p.startswith(folder + "/")]
@@ -303,8 +362,9 @@ def plan(source: str, options: Options) -> Plan:
     files = [p for p in inside if p.endswith(SUFFIX)]
     if not indexes and not files:
         where = repo.display(folder) if folder else repo.display("")
-        raise RemoteError(f"{where}: no *.safetensors file or index in the repository", status=404)
-    return Plan([_hub_index(repo, p) for p in indexes], [_hub_entry(repo, p) for p in files], repo)
+        there = "the repository" if repo.complete else "the hub cache at this commit (HF_HUB_OFFLINE is set)"
+        raise RemoteError(f"{where}: no *.safetensors file or index in {there}", status=404)
+    return Plan([_hub_index(repo, p, local=cache) for p in indexes], [_hub_entry(repo, p) for p in files], repo)
 
 
 def unnamed_files(found: Plan, reports: list[IndexReport]) -> list[RemoteEntry]:

@@ -52,6 +52,8 @@ if TYPE_CHECKING:
     from validator._rules import Profile
     from validator.remote._hub import HubRepo
 
+__all__ = ["BATCH", "CHUNK", "DownloadRefused", "FileDone", "Verify", "download"]
+
 # The staged files (path in the repository -> staged copy) and the hub's
 # listing they were downloaded from (the commit: None for a URL) -> the
 # findings that refuse them.
@@ -236,7 +238,7 @@ def download(  # noqa: C901 - one branch per source kind and failure
     prof = as_profile(profile)
     opts = options or Options()
     with Client(opts) as client:
-        found = plan(source, opts)
+        found = plan(source, opts, cache=False)  # a download needs the hub's listing and bytes
         _check_output(out_dir, found)
         vetted: dict[str, RemoteHeader] = {}  # by URL: the header each file was vetted from
 

@@ -6,7 +6,9 @@
 # the commit a branch or tag points to and every file's size and, for LFS
 # files, its sha256; every file is then addressed at that commit, so an
 # index and its shards are read from the same revision.  A file already in
-# the local cache at that commit is checked there, without the network.
+# the local cache at that commit is checked there; when the cache alone can
+# answer (a file at a full commit, or anything offline), _snapshot plans the
+# address with no call to the hub at all.
 #
 # Grammar (the one huggingface_hub's HfFileSystem uses):
 #   hf://[models/|datasets/|spaces/]NAMESPACE/NAME[@REVISION][/PATH]
@@ -19,7 +21,7 @@ import re
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 from validator._errors import RemoteError
 from validator.config.settings import environment
@@ -27,9 +29,12 @@ from validator.config.settings import environment
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
+__all__ = ["OFFLINE_HINT", "HfLocation", "HubEntry", "HubRepo", "is_hf", "parse_hf", "resolve", "unreachable"]
+
 _TYPES: Final = {"models": "model", "datasets": "dataset", "spaces": "space"}
 _PREFIX: Final = {"model": "", "dataset": "datasets/", "space": "spaces/"}
 _NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+OFFLINE_HINT: Final = "stcheck scan --hf-cache checks the files already in the hub cache"
 
 
 @dataclass(frozen=True)
@@ -98,6 +103,7 @@ class HubRepo:
     entries: Mapping[str, HubEntry]
     endpoint: str
     headers: Mapping[str, str]
+    complete: bool = True  # False: read from the hub cache, which holds only what was downloaded
 
     def url(self, path: str) -> str:
         from huggingface_hub import hf_hub_url  # noqa: PLC0415 - the remote extra loads only for hf:// sources
@@ -190,6 +196,8 @@ def resolve(
     except TimeoutError as exc:
         raise RemoteError(f"{where}: the hub did not answer within the deadline of {deadline:g} s") from exc
     except Exception as exc:  # huggingface_hub raises its own errors and its HTTP client's: the hub did not answer
+        if _no_answer(exc):
+            raise unreachable(where, endpoint, _first_line(exc)) from exc
         raise RemoteError(f"{where}: {_hub_reason(exc)}") from exc
     commit = getattr(info, "sha", None)
     if not isinstance(commit, str) or not commit:
@@ -205,10 +213,34 @@ def resolve(
     return HubRepo(location, commit, entries, endpoint, auth)
 
 
+def unreachable(where: str, endpoint: str, reason: str) -> RemoteError:
+    """The error for a hub that could not be reached: it names the host, and the way to check offline."""
+    host = urlsplit(endpoint).netloc or endpoint
+    return RemoteError(f"{where}: cannot reach the hub at {host}: {reason.rstrip('.')}; {OFFLINE_HINT}")
+
+
+def _no_answer(exc: BaseException) -> bool:
+    """Whether ``exc`` is a failure to reach the hub at all (no HTTP status):
+    a name that does not resolve, a refused connection, a network error."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # a short chain: the HTTP client wraps once or twice
+        if seen is None or getattr(getattr(seen, "response", None), "status_code", None) is not None:
+            return False
+        names = {k.__name__ for k in type(seen).__mro__}
+        if isinstance(seen, OSError) or names & {"TransportError", "ConnectionError", "NetworkError"}:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
 def _hub_reason(exc: BaseException) -> str:
     response = getattr(exc, "response", None)
     status = getattr(response, "status_code", None)
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    first = _first_line(exc)
     if status == 401:
         return f"HTTP 401: not authorised (set HF_TOKEN for a private or gated repository): {first}"
     if status is not None:

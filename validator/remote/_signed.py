@@ -12,11 +12,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from validator.io.index import is_index_name
+from validator.remote._check import default_options
 from validator.remote._http import Client, Options, fetch_small
-from validator.remote._hub import parse_hf, resolve
+from validator.remote._hub import HubRepo, parse_hf, resolve
 
 if TYPE_CHECKING:
-    from validator.remote._hub import HubEntry, HubRepo
+    from collections.abc import Sequence
+
+    from validator.config.settings import Network
+    from validator.remote._hub import HubEntry
+
+__all__ = ["SMALL_FILE_LIMIT", "HubFolder", "SignedHubFolder", "fetch_files", "hub_folder", "pinned", "signed_folder"]
 
 SMALL_FILE_LIMIT: Final = 16 << 20  # bytes: a non-LFS file the hub serves is below 10 MB
 
@@ -82,3 +88,45 @@ def fetch_files(
     does not serve one."""
     with Client(options) as client:
         return {rel: fetch_small(client, found.repo.url(found.path(rel)), limit, found.repo.headers)[0] for rel in rels}
+
+
+@dataclass(frozen=True)
+class SignedHubFolder:
+    """An hf:// folder at the commit listed, as the signatures stage reads it."""
+
+    source: str  # the address as given
+    found: HubFolder
+    options: Options
+
+    @property
+    def prefix(self) -> str:
+        """How reports name the folder's files: the prefix of each display name."""
+        return self.found.display("x")[:-1]
+
+    @property
+    def commit(self) -> str | None:
+        return self.found.repo.commit
+
+    @property
+    def folder(self) -> str:
+        """The folder's path in the repository ("" for the whole repository)."""
+        return self.found.folder
+
+    def files(self) -> dict[str, HubEntry]:
+        return self.found.files()
+
+    def fetch(self, rels: Sequence[str], limit: int = SMALL_FILE_LIMIT) -> dict[str, bytes | None]:
+        return fetch_files(self.found, list(rels), self.options, limit)
+
+    def pinned(self) -> str:
+        commit = self.commit
+        return self.source if commit is None else pinned(self.source, commit)
+
+
+def signed_folder(source: str, network: Network, listed: object = None) -> SignedHubFolder:
+    """The hf:// folder ``source`` as the hub lists it (``listed``: a
+    download's own listing, a HubRepo); ValueError for an address of one
+    file, RemoteError when the hub does not answer."""
+    options = default_options(timeout=network.timeout, concurrency=network.concurrency, headers=network.headers)
+    repo = listed if isinstance(listed, HubRepo) else None
+    return SignedHubFolder(source, hub_folder(source, options, repo), options)

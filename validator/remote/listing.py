@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from validator._findings import Finding
     from validator.remote._hub import HubRepo
 
+__all__ = ["listing_lines", "remote_others"]
+
 
 def _listed(names: Sequence[str], source: str) -> Iterator[tuple[str, str, str | None, tuple[str | None, str]]]:
     """(name, kind, warning or None, (safetensors copy or None, pickle advice))

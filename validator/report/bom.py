@@ -12,20 +12,33 @@
 # the model signature's status.  `mime_type` is never set: in
 # cyclonedx-python-lib 11.x it makes the BOM fail the 1.6 schema.
 # Hostile file names are escaped as in the JSON report (validator._display).
+#
+# The models are built here from the results (``models``): a result below
+# a folder argument (``sources``, the arguments as given) belongs to that
+# folder; one in a hub-cache snapshot or a remote folder read at a commit
+# (``org/name@rev/...``) to its snapshot; anything else is a model of its
+# own.  A model's signature status is that of the signature record
+# (FileResult.signature) that names the model.
+# Paths are str, handled with os.path as in the rest of the package.
+# ruff: noqa: PTH100, PTH117, PTH119, PTH206
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
 from validator._display import encodable, escape_line, escape_path
 from validator._rules import Severity
 from validator._version import __version__
+from validator.io.names import hub_snapshot
 from validator.sources.schemes import is_remote
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from validator.report.results import FileResult
+
+__all__ = ["NO_DIGEST", "ModelGroup", "build_bom", "model_name", "models", "snapshot_prefix", "write_bom"]
 
 NO_DIGEST = "unknown: only the header was read (a remote file); download it and scan the copy"
 
@@ -37,8 +50,71 @@ class ModelGroup:
     name: str
     path: str  # the folder, snapshot, hf:// folder or file it stands for
     files: list[tuple[str, FileResult]] = field(default_factory=list)  # (name inside the model, result)
-    signature: str = "none"  # see cli/signed.py: verified, mismatch, invalid, unsupported, not-verified, missing, none
+    signature: str = "none"  # the record's status (validator.pipeline.signatures._model.Status)
     signature_detail: str | None = None
+
+
+def snapshot_prefix(display: str) -> str | None:
+    """The folder prefix of a hub-cache file (``.../models--org--name/
+    snapshots/REV/``, as the hub-cache scan names its files) or of a remote
+    display name at a revision (``org/name@rev/``), or None."""
+    snapshot = hub_snapshot(display)
+    if snapshot is not None:
+        return snapshot.prefix
+    at = display.find("@")
+    slash = display.find("/", at) if at >= 0 else -1
+    return display[: slash + 1] if slash >= 0 else None
+
+
+def model_name(prefix: str, repo: str | None) -> str:
+    """A snapshot's name in a BOM: ``org/name@revision`` (12 hex digits)
+    for a hub-cache snapshot, else the prefix itself."""
+    folder = prefix.rstrip("/")
+    if repo is None or "/snapshots/" not in folder:
+        return folder
+    return f"{repo}@{os.path.basename(folder)[:12]}"
+
+
+def _folder_of(result: FileResult, roots: Sequence[tuple[str, str]]) -> tuple[str, str] | None:
+    """The folder argument ``result`` lies below, and its path inside it."""
+    if result.model is not None or is_remote(result.path):
+        return None
+    path = os.path.abspath(result.path)
+    for given, root in roots:
+        rel = os.path.relpath(path, root)
+        if rel not in {".", os.curdir} and rel.split(os.sep)[0] != os.pardir and not os.path.isabs(rel):
+            return given, rel.replace(os.sep, "/")
+    return None
+
+
+def models(results: Sequence[FileResult], sources: Sequence[str] = ()) -> list[ModelGroup]:
+    """The results grouped into the BOM's models, in order of first appearance."""
+    roots = [(s, os.path.abspath(s)) for s in sources if not is_remote(s)]
+    signed = {r.signature["model"]: r.signature for r in results if r.signature is not None}
+    remote = [name for name in signed if is_remote(name)]  # a remote folder's signature names it by its prefix
+    groups: dict[str, ModelGroup] = {}
+    for r in results:
+        folder = _folder_of(r, roots)
+        listed = next((name for name in remote if r.path.startswith(name + "/")), None)
+        if folder is not None:
+            key, inner = folder
+            name = key
+        elif listed is not None:
+            key, name, inner = listed, listed, r.path[len(listed) + 1 :]
+        elif (prefix := snapshot_prefix(r.path)) is not None and (r.model is not None or is_remote(r.path)):
+            key, name, inner = prefix, model_name(prefix, r.model), r.path[len(prefix) :]
+        elif r.path in signed:  # a single file given with its signature: named as given
+            key, name, inner = r.path, r.path, os.path.basename(r.path)
+        else:
+            key, name, inner = r.path, os.path.basename(r.path) or r.path, r.path
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = ModelGroup(name, key)
+            record = signed.get(name)
+            if record is not None:
+                group.signature, group.signature_detail = record["status"], record["detail"]
+        group.files.append((inner, r))
+    return list(groups.values())
 
 
 def _text(s: str) -> str:

@@ -20,6 +20,24 @@ if TYPE_CHECKING:
 
     from validator.report.results import FileResult
 
+__all__ = [
+    "BLOB_NAME_SOURCE",
+    "SPEC_URL_ENV",
+    "Context",
+    "Writer",
+    "human",
+    "indent",
+    "json_path",
+    "json_text",
+    "policy_names",
+    "profiles_phrase",
+    "reference_loads",
+    "reference_phrase",
+    "spec_base",
+    "spec_link",
+    "summary",
+]
+
 # stcheck has no fixed public address: links to the spec are written only
 # when STCHECK_SPEC_URL names where SPEC.md is hosted (your mirror's
 # .../blob/main/spec/SPEC.md), never to a made-up one.
@@ -83,7 +101,7 @@ class Context:
     quiet: int = 0  # text: 1, the finding lines only (nothing on success); 2, nothing
     color: bool = False  # text: ANSI colours
     statistics: bool = False  # text: finding counts per rule after the summary
-    models: Sequence[Any] | None = None  # cyclonedx: scan.bom.ModelGroup per model (one per result when None)
+    sources: Sequence[str] = ()  # the arguments as given: a BOM makes each folder one model (report.bom.models)
 
 
 class Writer(Protocol):

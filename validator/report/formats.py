@@ -4,8 +4,11 @@
 # line per finding, then one summary line, the same for every command), JSON
 # for programs (validator/schemas/report.schema.json, shipped in the
 # package), SARIF 2.1.0 for GitHub code scanning (validator.report.sarif), and
-# JUnit XML for CI systems that show test reports.  WRITERS is the registry:
-# a new format is one function of the Writer signature and one entry.
+# JUnit XML for CI systems that show test reports.  OUTPUTS is the registry:
+# a new format is one function of the Writer signature and one row, which
+# also says whether the format lists each file's sha256 (the scan then
+# computes it in its one read; `check`, which reads headers, never offers
+# such a format).  tests/test_change_traces.py adds a toy one.
 #
 # A writer writes one file's part at a time and never builds the whole report
 # in memory; with the per-rule cap (validator._check.MAX_PER_RULE) and the
@@ -27,6 +30,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, Final
 
 from validator._display import encodable, escape_line, escape_path, finding_line, plural
@@ -57,9 +61,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FORMATS",
+    "OUTPUTS",
     "SPEC_URL_ENV",
     "WRITERS",
     "Context",
+    "Output",
     "Writer",
     "checkpoint_line",
     "human",
@@ -285,25 +291,35 @@ def write_junit(out: IO[str], results: Sequence[FileResult], context: Context) -
 
 
 def write_cyclonedx(out: IO[str], results: Sequence[FileResult], context: Context) -> None:
-    from validator.report.bom import ModelGroup, write_bom  # noqa: PLC0415 - the sbom extra loads only for this format
+    from validator.report.bom import models, write_bom  # noqa: PLC0415 - the sbom extra loads only for this format
 
-    groups = (
-        context.models if context.models is not None else [ModelGroup(r.path, r.path, [(r.path, r)]) for r in results]
-    )
+    groups = models(results, context.sources)
     errors = [*context.errors, *(r.error for r in results if r.error)]
     write_bom(out, groups, errors, profile=context.profile, policies=context.policies)
 
 
 # -- dispatch -----------------------------------------------------------------------
 
-WRITERS: Final[dict[str, Writer]] = {
-    "text": write_text,
-    "json": write_json,
-    "sarif": write_sarif,
-    "junit": write_junit,
-    "cyclonedx": write_cyclonedx,  # scan only: a BOM needs each file's sha256 (scan/bom.py)
+
+@dataclass(frozen=True)
+class Output:
+    """An output format: its writer, what it needs of the run, and its help."""
+
+    writer: Writer
+    sha256: bool = False  # lists every file's sha256: scan computes it in its one read; check does not offer it
+    help: str = ""  # said of it in --format's help
+
+
+OUTPUTS: Final[dict[str, Output]] = {
+    "text": Output(write_text),
+    "json": Output(write_json),
+    "sarif": Output(write_sarif),
+    "junit": Output(write_junit),
+    "cyclonedx": Output(write_cyclonedx, sha256=True, help="a CycloneDX 1.6 ML-BOM (the sbom extra)"),
 }
-FORMATS: Final = tuple(WRITERS)
+# The writers and names of the formats at import (OUTPUTS is the registry).
+WRITERS: Final[dict[str, Writer]] = {name: o.writer for name, o in OUTPUTS.items()}
+FORMATS: Final = tuple(OUTPUTS)
 
 
 def write(
@@ -317,10 +333,10 @@ def write(
     policies: Sequence[str] = (),
     warnings: bool = True,
     command: str = "scan",
-    models: Sequence[Any] | None = None,
+    sources: Sequence[str] = (),
 ) -> None:
-    """Stream the report in format ``fmt`` (one of FORMATS) to ``out``;
-    ``models`` groups the results for the CycloneDX BOM."""
+    """Stream the report in format ``fmt`` (a key of OUTPUTS) to ``out``;
+    ``sources``, the arguments as given, group the results into the BOM's models."""
     context = Context(
         command=command,
         profile=profile,
@@ -328,6 +344,6 @@ def write(
         errors=tuple(errors),
         seconds=seconds,
         warnings=warnings,
-        models=models,
+        sources=tuple(sources),
     )
-    WRITERS[fmt](out, results, context)
+    OUTPUTS[fmt].writer(out, results, context)

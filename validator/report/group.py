@@ -18,6 +18,8 @@ from validator._rules import Severity
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
 
+__all__ = ["GROUPED_REGIONS", "NAMED", "group_per_tensor", "groupable"]
+
 NAMED: Final = 3  # tensors named in a grouped message; up to this many stay separate findings
 # Regions whose findings are grouped whatever their severity (a policy may
 # raise tensor-all-zero or a dtype rule to an error, tensor after tensor).

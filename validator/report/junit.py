@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from validator.report.format_common import Context
     from validator.report.results import FileResult
 
+__all__ = ["write"]
+
 _NO_POLICY = "none"
 
 

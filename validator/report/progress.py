@@ -13,6 +13,8 @@ from validator.report.format_common import human
 if TYPE_CHECKING:
     from rich.progress import Progress
 
+__all__ = ["rich_progress"]
+
 
 def rich_progress(label: str, *extra: str) -> Progress:
     """A stopped rich Progress: ``label``, the bar, bytes (KiB/MiB), speed

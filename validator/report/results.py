@@ -96,7 +96,7 @@ class FileResult(ReportBase[ScanItem]):
     checkpoint: dict[str, Any] | None = None
     revision: str | None = None  # --hf-cache: the snapshot's revision (model is the repository id)
     # A model signature's result: what its verification found
-    # (validator.pipeline.signed.Target.record; report.schema.json's signatureRecord).
+    # (validator.pipeline.signatures.SignedModel.record; report.schema.json's signatureRecord).
     signature: dict[str, Any] | None = None
     # Raw findings added after the read (a signature's), judged with the
     # items by the policy, once (validator.pipeline.judge); never reported.

@@ -49,6 +49,8 @@ if TYPE_CHECKING:
     from validator.report.format_common import Context
     from validator.report.results import FileResult
 
+__all__ = ["FINGERPRINT", "SARIF_SCHEMA", "fingerprint", "rules", "uri", "write"]
+
 SARIF_SCHEMA: Final = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 FINGERPRINT: Final = "stcheck/v2"  # v1 held Python's None and collided across files
 _NO_POLICY: Final = "none"

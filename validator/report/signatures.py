@@ -1,5 +1,5 @@
 # Strategy: a model signature's record (FileResult.signature, made by
-# validator.pipeline.signed: verified or not, by what and whom, the files
+# validator.pipeline.signatures: verified or not, by what and whom, the files
 # compared and left out) as each report writes it.  JSON writes it whole on
 # the signature's file entry and in the top-level `signatures` list
 # (report.schema.json's signatureRecord), SARIF in the run's properties,

@@ -6,7 +6,9 @@
 # signature file into Signed: plain data, the signed resources and their
 # digests, which validator.signing.signature compares with the digests the
 # scan computed in its one read.  OpenSSF Model Signing (validator.signing.
-# oms) is the first method.
+# oms) is the first method.  A run picks one by name
+# (validator.pipeline.vet.VetOptions.signature_method, "oms" by default);
+# tests/test_change_traces.py adds a toy one this way.
 from __future__ import annotations
 
 import importlib

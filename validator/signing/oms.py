@@ -56,6 +56,8 @@ from validator.signing.base import Keys, SignatureRejectedError, Signed, Signer,
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+__all__ = ["MAX_SIGNATURE_SIZE", "SUPPORTED_VERSION", "Verifier", "check_inputs", "configure", "read_inputs", "verify"]
+
 SUPPORTED_VERSION: Final = "1.1.1"
 MAX_SIGNATURE_SIZE: Final = 100_000_000  # bytes: about half a million resources (some 200 bytes each, in base64)
 

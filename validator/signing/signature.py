@@ -1,8 +1,9 @@
 # Strategy: what a verified model signature says about a folder, and how the
-# files the scan read compare with it.  scan/oms.py has the library verify
-# the signature and hands back its content; to_manifest() checks that stcheck
-# can reproduce every digest it lists (a serialization "files" or "shards",
-# a hash type of scan/signhash.py, resource names that are plain relative
+# files the scan read compare with it.  A method's verifier (validator.signing.
+# oms for OMS) has the library verify the signature and hands back its
+# content; to_manifest() checks that stcheck can reproduce every digest it
+# lists (a serialization "files" or "shards", a hash type of
+# validator.signing.signhash, resource names that are plain relative
 # paths) and compare() matches the manifest against the files present:
 #
 #   - a signed file that is not there is signed-file-missing (ST803);
@@ -59,6 +60,21 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
     from validator.signing.base import Signed
+
+__all__ = [
+    "GIT_PATHS",
+    "SIGNATURE_NAME",
+    "SINGLE_FILE",
+    "Manifest",
+    "Outcome",
+    "Seen",
+    "UnsupportedError",
+    "compare",
+    "fit",
+    "ignored",
+    "relative_path",
+    "to_manifest",
+]
 
 # model_signing.hashing.Config: the paths ignore_git_paths=True adds.
 GIT_PATHS: Final = (".git", ".gitattributes", ".github", ".gitignore")

@@ -25,6 +25,17 @@ if TYPE_CHECKING:
 
     from validator._findings import TensorInfo
 
+__all__ = [
+    "HASH_TYPES",
+    "WHOLE_SHA256",
+    "DigestSpec",
+    "SignedDigester",
+    "make_digester",
+    "new_hash",
+    "shard_ranges",
+    "tensor_inventory",
+]
+
 HASH_TYPES: Final = ("sha256", "blake2b", "blake3")
 _PARALLEL: Final = 1 << 20  # bytes: a chunk this large is hashed by two threads at once
 

@@ -67,6 +67,27 @@ if TYPE_CHECKING:
     from validator.formats import Judged
     from validator.pickles import PickleVerdict
 
+__all__ = [
+    "CODE_CONFIGS",
+    "CONFIG_LIMIT",
+    "KINDS",
+    "LISTED_CODE",
+    "PICKLE_NAMES",
+    "Other",
+    "auto_mapped",
+    "classify",
+    "classify_bytes",
+    "count_kinds",
+    "custom_code_message",
+    "kinds_line",
+    "listed_kind",
+    "lone_file",
+    "name_kind",
+    "pickle_advice",
+    "pickle_json",
+    "safetensors_copy",
+]
+
 # Names that are only ever pickles (a loader unpickles them by their name).
 PICKLE_NAMES: Final = (".pt", ".pth", ".ckpt", ".pkl", ".pickle", ".joblib")
 

@@ -1,1 +1,3 @@
 """The internals of `validator.strategies`: generators of valid and singly-corrupted files."""
+
+__all__: list[str] = []

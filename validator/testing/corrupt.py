@@ -34,6 +34,17 @@ from validator.testing.files import U64_MAX, tensor_dicts, valid_files
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+__all__ = [
+    "CORRUPTIONS",
+    "FILE_REGIONS",
+    "IMPLIED",
+    "OTHER_REGIONS",
+    "CorruptedFile",
+    "corrupted_files",
+    "corruptible_rules",
+    "mutated_files",
+]
+
 
 @dataclass(frozen=True)
 class CorruptedFile:

@@ -22,6 +22,8 @@ from validator.testing.files import (
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+__all__ = ["MAX_DEPTH", "MAX_HEADER"]
+
 MAX_HEADER: Final = 100_000_000
 MAX_DEPTH: Final = 127  # serde_json refuses the 128th nested container
 

@@ -26,6 +26,8 @@ from validator.testing.files import FIELDS, U64_MAX, EntryDraft, _fill_unit, met
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+__all__ = ["ENTRY_CORRUPTIONS"]
+
 
 # --- the header object, metadata and entries ---------------------------------
 

@@ -14,6 +14,8 @@ from validator.testing.files import FIELDS, METADATA, U64_MAX, metadata_dicts, t
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+__all__ = ["TEXT_CORRUPTIONS"]
+
 
 # --- the length prefix -------------------------------------------------------
 

@@ -3,7 +3,7 @@
 # strategy for each, InvalidArgument on bad options).  A file is drawn as a
 # mutable Draft -- tensors placed in a data order, a JSON order, a metadata
 # position, a writing style, a padding choice -- and rendered to bytes last,
-# so that _strategies_corrupt.py can break one thing in a Draft and nothing
+# so that corrupt.py and its siblings can break one thing in a Draft and nothing
 # else.  Only this module and its siblings import hypothesis.
 #
 # Spec: "8 bytes: N, an unsigned little-endian 64-bit integer, containing the
@@ -29,6 +29,25 @@ from validator._rules import PREFIX_LEN
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Mapping, Sequence
+
+__all__ = [
+    "FIELDS",
+    "METADATA",
+    "U64_MAX",
+    "Draft",
+    "EntryDraft",
+    "GeneratedFile",
+    "Style",
+    "T",
+    "Tensor",
+    "drafts",
+    "metadata_dicts",
+    "nbytes",
+    "tensor_dicts",
+    "tensor_names",
+    "tensors",
+    "valid_files",
+]
 
 T = TypeVar("T")
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+__all__ = ["edge_numbers"]
+
 
 def edge_numbers() -> st.SearchStrategy[str]:
     """JSON number tokens at the edges of f64: near f64::MAX and near the smallest subnormal.
