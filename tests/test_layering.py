@@ -242,6 +242,7 @@ HEAVY = (
 SHARED_WITH_CHECK = (
     "validator.pipeline",
     "validator.pipeline.verdicts",
+    "validator.pipeline.judge",
     "validator.sources",
     "validator.sources.schemes",
     "validator.sources.walk",

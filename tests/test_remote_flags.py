@@ -20,10 +20,11 @@ from validator.cli.main import main
 from validator.pipeline.vet import VetError
 
 
-def _refusal(source: str) -> str:
+def _refusal(source: str, deep: str = "--deep") -> str:
+    """The refusal as the command words it; the library names its field (``deep``)."""
     return (
         f"{source}: a remote source is checked from its header only (by range requests): "
-        "--deep and digests need a file; stcheck download reads it whole"
+        f"{deep} and digests need a file; stcheck download reads it whole"
     )
 
 
@@ -48,7 +49,7 @@ def test_a_url_refuses_deep_and_digests_before_any_request(server, tmp_path, cap
     assert (code, out, err) == (2, "", f"stcheck scan: {_refusal(url)}\n")
     with pytest.raises(VetError) as caught:
         validator.vet([url], options)
-    assert str(caught.value) == _refusal(url)
+    assert str(caught.value) == _refusal(url, deep="deep")
     assert server.site.log == []  # refused before anything was fetched
 
 

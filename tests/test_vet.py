@@ -159,7 +159,7 @@ def test_the_library_raises_what_the_command_prints(tmp_path, capsys):
     assert vetted.errors == [f"{tmp_path}: no *.safetensors file in this directory or below it"]
     assert main(["scan", "--no-config", str(tmp_path)]) == 2
     assert vetted.errors[0] in capsys.readouterr().err
-    with pytest.raises(validator.VetError, match="give at least one PATH"):
+    with pytest.raises(validator.VetError, match="give at least one path, or hf_cache"):
         validator.vet([], _options())
     with pytest.raises(validator.VetError, match="standard input"):
         validator.vet(["-"], _options(deep=True))

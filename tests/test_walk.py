@@ -154,7 +154,8 @@ def test_inspect_dir_lists_the_other_files(download, capsys):
     assert f"{download / 'training_args.bin'}: {len(evil_pickle())} bytes, pickle" in out
     assert "training_args.bin: ST701 pickle-file" in out
     assert "pytorch_model.bin: ST705 pickle-weights-only" in out
-    assert out.splitlines()[-1] == "6 other files: 2 pickle, 1 JSON, 1 Python, 1 text, 1 tokenizer"
+    assert out.splitlines()[-2] == "6 other files: 2 pickle, 1 JSON, 1 Python, 1 text, 1 tokenizer"
+    assert out.splitlines()[-1] == "invalid: 1 error"  # the verdict, as check gives it
 
 
 def test_a_policy_can_ignore_the_pickle_rule_with_a_reason(download, tmp_path, capsys):

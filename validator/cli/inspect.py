@@ -3,8 +3,10 @@
 # local file's JSON is its fileReport (Report.to_json()); anything else is the
 # report document that `check --format json` writes (the same writer, with
 # the tensor tables and an index's weight_map), so both validate against
-# validator/schemas/report.schema.json.  Every path and line goes through
-# validator._display; nothing here imports numpy.
+# validator/schemas/report.schema.json.  The policy applies as for check
+# (found the same way, the same --fail-on): the last line names it, the exit
+# code is its verdict, and a lone file's lines leave out what it ignores.
+# Every path and line goes through validator._display; nothing here imports numpy.
 # Paths are str, handled with os.path as in the rest of the package.
 # ruff: noqa: PTH112, T201
 from __future__ import annotations
@@ -18,19 +20,27 @@ from typing import TYPE_CHECKING
 from validator._display import escape_line, escape_path, finding_line, plural
 from validator._errors import SourceError
 from validator._findings import REFERENCE_LOADS, strict_only_failure
-from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
+from validator._rules import Severity
+from validator.cli._common import EXIT_ERROR
 from validator.cli.options import add_remote_options, network_of
-from validator.cli.report import add_profile_option
-from validator.pipeline.plan import Checked, check_results, check_target, index_result
+from validator.cli.report import add_policy_options, add_profile_option
+from validator.config.policy import PolicyError
+from validator.config.resolve import passed_over_note, resolve_policy
+from validator.pipeline.judge import judge
+from validator.pipeline.plan import Planned, header_result, index_result, plan_target, results_of
+from validator.pipeline.verdicts import take_verdicts
 from validator.report.group import group_per_tensor
-from validator.sources.targets import Target, resolve
+from validator.report.results import exit_status
+from validator.sources.targets import LocalFile, Stdin, Target, resolve
 
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Iterator
 
     from validator._findings import Report
+    from validator.config.policy import Policy
     from validator.io.index import IndexReport
+    from validator.report.results import FileResult
 
 _HEADERS = ["name", "dtype", "shape", "begin", "end", "bytes"]
 
@@ -43,7 +53,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "Validate one file, index, folder or remote source; print its tensor table (name, dtype, shape, "
             "offsets), metadata and findings."
         ),
-        epilog="Exit codes: 0 valid, 1 invalid, 2 usage or I/O error.",
+        epilog=(
+            "Exit codes: 0 valid (after the policy, as for check: --fail-on sets which findings count), "
+            "1 invalid, 2 usage or I/O error."
+        ),
     )
     p.add_argument(
         "path",
@@ -52,12 +65,23 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     add_profile_option(p)
     p.add_argument("--format", choices=["text", "json"], default="text", help="output format (default text)")
+    p.add_argument(
+        "--fail-on",
+        choices=["error", "warning", "never"],
+        default="error",
+        help="which findings make the exit code 1, after the policy (default error)",
+    )
+    add_policy_options(p)
     add_remote_options(p)
     p.set_defaults(run=run_inspect)
 
 
 def _err(message: str) -> None:
-    print(escape_line(f"stcheck: {message}"), file=sys.stderr)
+    _err_line(f"stcheck: {message}")
+
+
+def _err_line(line: str) -> None:
+    print(escape_line(line), file=sys.stderr)
 
 
 def _table(rows: list[list[str]], headers: list[str], numeric: frozenset[int] = frozenset()) -> None:
@@ -82,25 +106,59 @@ def _sizes(report: Report) -> str:
     return f"{size}, header {plural(report.header_size, 'byte')}"
 
 
+def _policy(args: argparse.Namespace) -> tuple[Policy | None, list[str]]:
+    """The policy in force, found as check finds it (validator.config.resolve)."""
+
+    def passed_over(candidate: str) -> None:
+        _err_line(f"stcheck inspect: {passed_over_note(candidate)}")
+
+    return resolve_policy(
+        [args.path],
+        policy=args.policy,
+        no_config=args.no_config,
+        select=args.select,
+        ignore=args.ignore,
+        on_passed_over=passed_over,
+    )
+
+
+def _verdict(results: list[FileResult], policy: Policy | None, loads: str = "") -> str:
+    """``valid``, or ``invalid: N errors``, after the policy, which it names."""
+    errors = sum(1 for r in results for i in r.active if i.severity is Severity.ERROR)
+    line = "valid" if all(r.valid for r in results) else f"invalid: {plural(errors, 'error')}{loads}"
+    return line if policy is None else escape_line(f"{line} (policy: {policy.source})")
+
+
 def run_inspect(args: argparse.Namespace) -> int:
     path = args.path
     errors: list[str] = []
+    try:
+        policy, policies = _policy(args)
+    except PolicyError as exc:
+        _err(str(exc))
+        return EXIT_ERROR
     # The one grammar (validator.sources): a lone file or standard input gets
     # the tensor table; anything that names several files, the report.
     targets = list(resolve([path], errors, empty_is_error=False))
-    lone = len(targets) == 1 and targets[0].kind in {"file", "stdin"} and not os.path.isdir(path)
+    lone = len(targets) == 1 and isinstance(targets[0], LocalFile | Stdin) and not os.path.isdir(path)
     if not lone:
-        return _inspect_many(args, targets, errors)
+        return _inspect_many(args, targets, errors, policy, policies)
     try:
-        report = check_target(targets[0], args.profile, network_of(args)).reports[0]
+        planned = plan_target(targets[0], "header", args.profile, policy, network_of(args))
     except SourceError as exc:
         _err(str(exc))
         return EXIT_ERROR
+    if not planned.reports:  # standard input that a loader would unpickle: judged as a folder's file
+        return _inspect_many(args, [], errors, policy, policies, [planned])
+    report = planned.reports[0]
     path = report.path or path
+    result = header_result(report, args.profile, policy)
+    judge([result], policy)
+    code = exit_status([result], [], args.fail_on)
     if args.format == "json":
         json.dump(report.to_json(), sys.stdout, indent=2)
         sys.stdout.write("\n")
-        return EXIT_OK if report.valid else EXIT_INVALID
+        return code
     print(f"{escape_path(path)}: {_sizes(report)}")
     tensors = report.tensors or {}
     if report.tensors is not None:
@@ -115,57 +173,67 @@ def run_inspect(args: argparse.Namespace) -> int:
         for key, value in report.metadata.items():
             text = value if len(value) <= 200 else value[:200] + f"... ({len(value)} chars)"
             print(escape_line(f"  {key}: {text}"))
-    for finding in group_per_tensor(report.findings):
-        print(finding_line(path, finding))
+    for item in result.active:
+        print(finding_line(path, item.finding))
     loads = f" ({REFERENCE_LOADS})" if strict_only_failure(report.reference_valid, report.errors) else ""
-    print("valid" if report.valid else f"invalid: {plural(len(report.errors), 'error')}{loads}")
-    return EXIT_OK if report.valid else EXIT_INVALID
+    print(_verdict([result], policy, loads))
+    return code
 
 
-def _inspect_many(args: argparse.Namespace, targets: list[Target], errors: list[str]) -> int:
+def _inspect_many(  # noqa: PLR0917 - one private call site
+    args: argparse.Namespace,
+    targets: list[Target],
+    errors: list[str],
+    policy: Policy | None,
+    policies: list[str],
+    planned: list[Planned] | None = None,
+) -> int:
     """A checkpoint, folder or remote source: every file in it."""
     path = args.path
-    checked = Checked()
+    planned = planned or []
     try:
-        for target in targets:
-            part = check_target(target, args.profile, network_of(args))
-            checked.reports.extend(part.reports)
-            checked.checkpoints.extend(part.checkpoints)
-            checked.others.extend(part.others)
-            checked.links.extend(part.links)
+        planned += [plan_target(target, "header", args.profile, policy, network_of(args)) for target in targets]
     except SourceError as exc:
         errors.append(str(exc))
-    judged = checked.links or any(o.findings for o in checked.others)
-    if not errors and not checked.reports and not checked.checkpoints and not judged:
+    judged = any(p.links or p.via or any(o.findings for o in p.others) for p in planned)
+    if not errors and not any(p.reports or p.checkpoints for p in planned) and not judged:
         errors.append(f"{path}: not a regular file (a directory with no *.safetensors file or index)")
     for message in errors:
         _err(message)
     if errors:
         return EXIT_ERROR
-    results = check_results(checked, args.profile, None, inspect=True)
+    results = [
+        r
+        for p in planned
+        for r in take_verdicts(results_of(p, args.profile, policy, tensors=True, inspect=True), p.verdicts, p.via)
+    ]
+    judge(results, policy)
     if args.format == "json":
         from validator.report.formats import write  # noqa: PLC0415 - only for this output
 
-        write("json", sys.stdout, results, [], 0.0, profile=args.profile, command="inspect")
+        write("json", sys.stdout, results, [], 0.0, profile=args.profile, policies=policies, command="inspect")
     else:
-        _inspect_text(checked, args.profile)
-    return EXIT_OK if all(r.valid for r in results) else EXIT_INVALID
+        _inspect_text(planned, args.profile)
+        print(_verdict(results, policy))
+    return exit_status(results, [], args.fail_on)
 
 
-def _other_lines(checked: Checked) -> Iterator[str]:
-    """The finding lines of a folder's other files and links, escaped."""
-    for link, finding in checked.links:
-        yield finding_line(link, finding)
-    for other in checked.others:
-        for finding in other.findings:
-            yield finding_line(other.path, finding)
+def _other_lines(planned: list[Planned]) -> Iterator[str]:
+    """The finding lines of a folder's links and other files, escaped."""
+    for p in planned:
+        for link, finding in [*p.links, *p.via.items()]:
+            yield finding_line(link, finding)
+    for p in planned:
+        for other in p.others:
+            for finding in other.findings:
+                yield finding_line(other.path, finding)
 
 
 def _inspect_checkpoint(index: IndexReport, profile: str) -> None:
     from validator.io.checkpoint import summarize  # noqa: PLC0415 - the index modules load only for checkpoints
     from validator.report.formats import checkpoint_line  # noqa: PLC0415 - as above
 
-    print(checkpoint_line(index_result(index, profile, None)))
+    print(checkpoint_line(index_result(index, profile)))
     s = summarize(index.weight_map or {}, index.shards)
     rows = []
     for name, shard in sorted((index.weight_map or {}).items()):
@@ -196,28 +264,29 @@ def _inspect_checkpoint(index: IndexReport, profile: str) -> None:
             print(finding_line(base.get(report.path, report.path or ""), finding))
 
 
-def _inspect_text(checked: Checked, profile: str) -> None:
+def _inspect_text(planned: list[Planned], profile: str) -> None:
     in_checkpoint: set[str | None] = set()
-    for index in checked.checkpoints:
+    for index in (index for p in planned for index in p.checkpoints):
         _inspect_checkpoint(index, profile)
         in_checkpoint.update(r.path for r in index.shards.values())
-    for report in checked.reports:
+    for report in (report for p in planned for report in p.reports):
         if report.path in in_checkpoint:
             continue
         count = len(report.tensors or {})
         print(f"{escape_path(report.path or '')}: {_sizes(report)}, {plural(count, 'tensor')}")
         for finding in group_per_tensor(report.findings):
             print(finding_line(report.path or "", finding))
-    _inspect_others(checked)
+    _inspect_others(planned)
 
 
-def _inspect_others(checked: Checked) -> None:
+def _inspect_others(planned: list[Planned]) -> None:
     from validator.sources.kinds import count_kinds, kinds_line  # noqa: PLC0415 - only for folders
 
-    for other in checked.others:
+    others = [o for p in planned for o in p.others]
+    for other in others:
         print(f"{escape_path(other.path)}: {other.size:,} bytes, {other.kind}")
-    for line in _other_lines(checked):
+    for line in _other_lines(planned):
         print(line)
-    line = kinds_line(count_kinds(o.kind for o in checked.others))
+    line = kinds_line(count_kinds(o.kind for o in others))
     if line:
         print(line)

@@ -19,7 +19,7 @@ import importlib.util
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from validator._display import escape_line, plural
 from validator.cli.keys import flag_message
@@ -100,7 +100,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="progress on stderr: auto, a bar on a terminal; always, also a line every few seconds in a log "
         "(default auto; never with --quiet)",
     )
-    add_remote_options(p)  # remote/checkpoint hook (validator.sources.targets)
+    add_remote_options(p)  # remote sources (validator.sources.schemes)
     add_signature_options(p)  # --public-key, --certificate-chain, --signature, --identity
     p.add_argument("--progress-interval", type=float, default=5.0, help=argparse.SUPPRESS)
     p.set_defaults(run=run_scan)
@@ -108,6 +108,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _fail(message: str) -> int:
     return fail("scan", message)
+
+
+# VetOptions' fields as `stcheck scan` spells them, for VetError.worded.
+FLAGS: Final = {
+    "hf_cache": "--hf-cache",
+    "chunk_size": "--chunk-size",
+    "deep": "--deep",
+    "sha256": "--sha256",
+    "checksums": "--checksums",
+    "timeout_per_file": "--timeout-per-file",
+}
 
 
 def want_progress(mode: str) -> bool:
@@ -226,11 +237,20 @@ def options_of(args: argparse.Namespace) -> VetOptions:
     )
 
 
-def run_scan(args: argparse.Namespace) -> int:  # noqa: C901 - one early return per refused option
+def _refused(args: argparse.Namespace) -> str | None:
+    """What the command refuses before the run, in its own words (by the
+    flags typed, before vet() names its fields)."""
     if args.format == "cyclonedx" and importlib.util.find_spec("cyclonedx") is None:
-        return _fail(f"--format cyclonedx needs cyclonedx-python-lib: {install_hint('sbom')}")
-    if (problem := rule_flags_problem(args)) is not None:  # by the flags typed, before vet() names its fields
-        return _fail(problem)
+        return f"--format cyclonedx needs cyclonedx-python-lib: {install_hint('sbom')}"
+    if not args.paths and args.hf_cache is None:
+        return "give at least one PATH, or --hf-cache"
+    return rule_flags_problem(args)
+
+
+def run_scan(args: argparse.Namespace) -> int:
+    refused = _refused(args)
+    if refused is not None:
+        return _fail(refused)
     if args.quiet:
         args.progress = "never" if args.progress == "auto" else args.progress
 
@@ -252,7 +272,9 @@ def run_scan(args: argparse.Namespace) -> int:  # noqa: C901 - one early return 
             on_note=lambda text: note(text) if text.startswith("not reading ") else notes.append(text),
         )
     except VetError as exc:
-        return _fail(flag_message(exc))
+        # A signature option's error (cli.keys), else the run's own (FLAGS).
+        message = flag_message(exc)
+        return _fail(exc.worded(FLAGS) if message == str(exc) else message)
     problem = write_reports(
         args,
         vetted.results,

@@ -46,7 +46,7 @@ from validator.config.policy import ScanItem
 from validator.pipeline.engine import choose_expected, job_options
 from validator.read.identity import same_file, stamp_of, still_judged
 from validator.read.integrity import lookup
-from validator.report.results import FileResult
+from validator.report.results import FileResult, ReadRecord
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -241,8 +241,8 @@ def encode(result: FileResult) -> str:
         "not_listed": result.not_listed,
         "signed": result.signed,
         "dtypes": result.dtypes,
-        "header_span": result.header_span,
-        "header_sha256": result.header_sha256,
+        "header_span": result.read.header_span,
+        "header_sha256": result.read.header_sha256,
         "reference_valid": result.reference_valid,
         "items": items,
     }
@@ -291,8 +291,7 @@ def decode(text: str, job: Job, options: Options) -> FileResult | None:
             signed=doc.get("signed"),
             dtypes=doc.get("dtypes"),
             cached=True,
-            header_span=span,
-            header_sha256=digest,
+            read=ReadRecord(header_span=span, header_sha256=digest),
             reference_valid=doc.get("reference_valid"),
         )
     except (ValueError, KeyError, TypeError):
@@ -571,14 +570,14 @@ class Lookup:
         key = self.keys[index]
         stamp = None if key is None else _stamp_in(key[0])
         path = self.jobs[index].path
-        return stamp is not None and still_judged(path, stamp, result.header_span, result.header_sha256)
+        return stamp is not None and still_judged(path, stamp, result.read.header_span, result.read.header_sha256)
 
     def _same_bytes(self, index: int, result: FileResult) -> bool:
         key = self.keys[index]
         before = None if key is None else _stamp_in(key[0])
-        if before is None or result.stamp is None or result.checked != self.expected[index]:
+        if before is None or result.read.stamp is None or result.checked != self.expected[index]:
             return False
-        if not same_file(result.stamp, before, device=self.same_host):
+        if not same_file(result.read.stamp, before, device=self.same_host):
             return False
         try:
             after = stamp_of(os.stat(self.jobs[index].path))

@@ -1,17 +1,16 @@
-# Strategy: `stcheck scan` as a pipeline of plain data.  Discovery turns
-# paths (or a Hugging Face hub cache) into Jobs; `scan_file` turns one Job
-# into a FileResult in a worker process; the command sorts the results back
-# into discovery order and hands them to a report format.  A file is opened
+# Strategy: the read stage of `stcheck scan` and vet(), as plain data.  The
+# plan (validator.pipeline.plan) turns targets into Jobs; `scan_file` turns
+# one Job into a FileResult in a worker process; `run_jobs` keeps job order,
+# and vet groups the results by their target's ordinal.  A file is opened
 # once: the validator reads the prefix and header through the descriptor,
 # then, only when a deep scan or a digest is wanted, one sequential pass
-# (scan/reading.py) reads the whole file in chunks, hashing them in a worker
-# thread while the numpy deep checks run in this one: a file is read once.
+# (validator.read.reading) reads the whole file in chunks, hashing them in a
+# worker thread while the numpy deep checks run in this one.  The findings
+# are left unjudged: the policy's checks run here (they need the header),
+# its severities are applied by the judge (validator.pipeline.judge).
 #
-# Hub cache layout (huggingface_hub): <cache>/models--<org>--<name>/
-# snapshots/<revision>/<path> are symlinks to ../../blobs/<hash>, where an
-# LFS file's blob is named by its sha256 and a small git file's blob by its
-# git blob id.  A blob shared by several snapshots is read once and
-# reported under each file that points to it.
+# A hub-cache blob shared by several snapshots (validator.pipeline.hubcache)
+# is one job, read once and reported under each name that points to it.
 # Paths are str, handled with os.path as in the rest of the package.
 # ruff: noqa: PTH116, PTH123
 from __future__ import annotations
@@ -22,20 +21,21 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 
 from validator._check import MAX_PER_RULE, Checker
 from validator._display import plural
 from validator._errors import SourceError
 from validator._rules import Profile
 from validator._source import open_regular
-from validator.config.policy import Policy, apply_policy, check_policy
+from validator.config.policy import Policy, check_policy
 from validator.io.names import HUB_INCOMPLETE
+from validator.pipeline.judge import unjudged
 from validator.read.identity import SeenHeader, stamp_of, validate_fd
 from validator.read.integrity import Expected, check_digest, lookup
 from validator.read.reading import read_pass
 from validator.report.group import group_per_tensor
-from validator.report.results import FileResult
+from validator.report.results import FileResult, ReadRecord, ResultKind
 from validator.signing.signhash import DigestSpec, SignedDigester, make_digester, tensor_inventory
 
 if TYPE_CHECKING:
@@ -43,7 +43,28 @@ if TYPE_CHECKING:
 
     from validator._findings import Finding
 
+__all__ = [
+    "DEFAULT_CHUNK",
+    "INCOMPLETE",
+    "Job",
+    "JobKind",
+    "Options",
+    "cap_per_rule",
+    "choose_expected",
+    "expand",
+    "expected_for",
+    "finish_items",
+    "job_options",
+    "run_jobs",
+    "scan_file",
+    "stderr_is_tty",
+    "total_size",
+]
+
 INCOMPLETE: Final = HUB_INCOMPLETE
+# A file to read; an interrupted hub download (a .incomplete blob); a file a
+# checksum list names that is not on disk.
+JobKind: TypeAlias = Literal["file", "incomplete", "missing"]
 DEFAULT_CHUNK: Final = 16 << 20
 
 
@@ -57,9 +78,9 @@ class Job:
     validate: bool = True  # False: a hub blob that is not a safetensors file
     checksum_required: bool = False
     policy: Policy | None = None  # the policy in force for this file (given, or found above it)
-    kind: str = "file"  # "file"; "incomplete": an interrupted hub download; "missing": listed, not on disk
+    kind: JobKind = "file"
     listed_by: str | None = None  # for "missing": the checksum line that names the file
-    digests: tuple[DigestSpec, ...] = ()  # digests to compute in the read (a model signature's, scan.signhash)
+    digests: tuple[DigestSpec, ...] = ()  # digests to compute in the read (a signature's: signing.signhash)
 
 
 @dataclass(frozen=True)
@@ -72,9 +93,6 @@ class Options:
     sha256: str | None = None  # --sha256: applies to every file given
     checksums: dict[str, Expected] | None = None
     chunk_size: int = DEFAULT_CHUNK
-
-
-# -- discovery ---------------------------------------------------------------
 
 
 # -- one file ----------------------------------------------------------------
@@ -131,7 +149,7 @@ def scan_file(job: Job, options: Options, progress: Callable[[int], None] | None
     return result
 
 
-def _result_kind(job: Job) -> str:
+def _result_kind(job: Job) -> ResultKind:
     if job.kind == "missing":
         return "missing"
     return "safetensors" if job.validate and job.kind == "file" else "blob"
@@ -147,13 +165,13 @@ def _not_a_file(job: Job, result: FileResult) -> None:
         size = os.lstat(job.path).st_size
         result.file_size = size
         with contextlib.suppress(OSError):  # the verdict is about this blob as it is now
-            result.stamp = stamp_of(os.stat(job.path))
+            result.read = ReadRecord(stamp_of(os.stat(job.path)))
         out.add(
             "download-incomplete",
             f"an interrupted download ({plural(size, 'byte')} so far): resume or restart it, or delete the blob",
             None,
         )
-    result.items = apply_policy(out.findings, None)
+    result.items = unjudged(out.findings)
 
 
 def _scan_into(
@@ -175,10 +193,9 @@ def _scan_into(
         result.file_size = size
         report = None
         findings: list[Finding] = []
+        seen = SeenHeader()
         if job.validate:
-            seen = SeenHeader()
             report = validate_fd(fh.fileno(), size, options.profile, seen, result.path)
-            result.header_span, result.header_sha256 = seen.span, seen.sha256
             findings.extend(report.findings)
             result.not_listed += report.suppressed
             result.header_size = report.header_size
@@ -220,18 +237,21 @@ def _scan_into(
         if digester is not None and want_digest:
             check_digest(digester, expected, out, required=required)
         # Stamped only when the bytes did not change while they were read.
-        result.stamp = opened if stamp_of(os.fstat(fh.fileno())) == opened else None
+        stamp = opened if stamp_of(os.fstat(fh.fileno())) == opened else None
+        result.read = ReadRecord(stamp, seen.span, seen.sha256)
     finish_items(result, [*findings, *out.findings], out.dropped, policy)
 
 
 def finish_items(
     result: FileResult, findings: Sequence[Finding], dropped: dict[str, int], policy: Policy | None
 ) -> None:
-    """Group per-tensor repeats, count what the per-rule cap dropped, and
-    apply the policy: the last step of every way a file is scanned."""
+    """Group per-tensor repeats and count what the per-rule cap dropped: the
+    last step of every way a file is read.  The items are left unjudged
+    (validator.pipeline.judge applies ``policy``'s severities once, for the
+    whole run); ``policy`` is the one its checks ran under."""
     result.not_listed += sum(dropped.values())
-    shown = group_per_tensor(list(findings), not_kept=dropped)  # grouped as every command groups
-    result.items = apply_policy(shown, policy)
+    result.items = unjudged(group_per_tensor(list(findings), not_kept=dropped))  # grouped as every command groups
+    result.policy = None if policy is None else policy.source
 
 
 def cap_per_rule(findings: Sequence[Finding], limit: int = MAX_PER_RULE) -> tuple[list[Finding], dict[str, int]]:

@@ -4,7 +4,8 @@
 # by its sha256 and a small git file's blob by its git blob id.  A blob
 # shared by several snapshots is read once and reported under each file
 # that points to it; an interrupted download (a .incomplete blob) is a job
-# of its own.  Each snapshot is walked by validator.sources.walk with its
+# of its own.  The hub cache is a target of its own (validator.sources.targets
+# HubCache), planned by validator.pipeline.plan.  Each snapshot is walked by validator.sources.walk with its
 # repository folder as the root.
 # Paths are str, handled with os.path as in the rest of the package.
 # ruff: noqa: PTH112, PTH118, PTH119, PTH208
@@ -22,8 +23,12 @@ from validator.read.integrity import from_blob_name
 from validator.sources.walk import judge_others, walk
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from validator._findings import Finding
+    from validator.config.policy import Policy
     from validator.sources.kinds import Other
+    from validator.sources.walk import Tree
 
 __all__ = ["HubWalk", "default_hf_cache", "hf_cache_jobs", "hf_cache_walk"]
 
@@ -53,7 +58,9 @@ class HubWalk:
 
     jobs: list[Job] = field(default_factory=list)
     others: dict[str, Other] = field(default_factory=dict)
-    links: list[tuple[str, Finding, str]] = field(default_factory=list)  # (display, finding, repo id)
+    # (display, finding, repo id) of each flagged link that names no file of the snapshot
+    links: list[tuple[str, Finding, str]] = field(default_factory=list)
+    via: dict[str, Finding] = field(default_factory=dict)  # display -> the finding on the link that names it
     indexes: list[tuple[str, str]] = field(default_factory=list)  # (display, repo id) of each snapshot's index
 
 
@@ -63,12 +70,26 @@ def hf_cache_jobs(cache: str, errors: list[str]) -> list[Job]:
     return hf_cache_walk(cache, errors).jobs
 
 
-def hf_cache_walk(cache: str, errors: list[str]) -> HubWalk:  # noqa: C901 - one branch per kind of snapshot entry
+def _take_links(found: HubWalk, tree: Tree, display: Callable[[str], str], repo: str) -> None:
+    """A flagged link's finding goes on the file it names; a link that names
+    none (a loop, a folder) is a result of its own."""
+    files = {entry.path for entry in tree.found if entry.kind != "unreadable"}
+    for path, finding in tree.links:
+        if path in files:
+            found.via[display(path)] = finding
+        else:
+            found.links.append((display(path), finding, repo))
+
+
+def hf_cache_walk(  # noqa: C901 - one branch per kind of snapshot entry
+    cache: str, errors: list[str], policy: Policy | None = None
+) -> HubWalk:
     """hf_cache_jobs, with the walker's verdicts: each snapshot is walked by
     validator.sources.walk with its repository folder as the root, so a snapshot
     link (to a file or a folder) that resolves outside that folder is a
-    link-leaves-root finding, and the file it reaches is never taken for a
-    verified blob (its name is not trusted as its digest)."""
+    link-leaves-root finding (on the file it names, when there is one), and
+    the file it reaches is never taken for a verified blob (its name is not
+    trusted as its digest).  Every job is read under ``policy``."""
     found = HubWalk()
     if not os.path.isdir(cache):
         errors.append(f"{cache}: not a Hugging Face hub cache directory")
@@ -94,7 +115,7 @@ def hf_cache_walk(cache: str, errors: list[str]) -> HubWalk:  # noqa: C901 - one
 
             tree = walk(top, is_index=is_index_name, root=folder)
             errors.extend(tree.errors)
-            found.links.extend((display(p), f, repo) for p, f in tree.links)
+            _take_links(found, tree, display, repo)
             for entry in tree.found:
                 if entry.kind == "unreadable":
                     broken = entry.reason.startswith("a broken symlink")
@@ -112,12 +133,14 @@ def hf_cache_walk(cache: str, errors: list[str]) -> HubWalk:  # noqa: C901 - one
         blobs = os.path.join(folder, HUB_BLOBS)
         if os.path.isdir(blobs):
             found.jobs.extend(
-                Job(os.path.join(blobs, name), ((os.path.join(blobs, name), repo),), kind="incomplete")
+                Job(os.path.join(blobs, name), ((os.path.join(blobs, name), repo),), policy=policy, kind="incomplete")
                 for name in sorted(os.listdir(blobs))
                 if name.endswith(HUB_INCOMPLETE)
             )
     for blob, names in by_blob.items():
         expected = None if blob in outside else from_blob_name(blob)
-        found.jobs.append(Job(blob, tuple(names), expected, validate=kinds[blob], checksum_required=True))
+        found.jobs.append(
+            Job(blob, tuple(names), expected, validate=kinds[blob], checksum_required=True, policy=policy)
+        )
     found.jobs.sort(key=lambda j: j.names[0][0])
     return found

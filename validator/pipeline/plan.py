@@ -1,12 +1,14 @@
-# Strategy: the plan of a run.  The targets that validator.sources.resolve
-# names become either jobs for the one read of each local file
-# (validator.pipeline.engine), or results finished here: an index's
-# checks, a link finding, a remote source's headers, standard input's
-# header, and another file's verdict by kind.  `check` and `inspect` check
-# their targets here in process (check_target, check_results); `scan` and
-# the library's vet() plan them (scan_plan) for the worker pool.  Every
-# result is built by index_result, header_result or the verdicts of
-# validator.pipeline.verdicts, so a finding reads the same in every command.
+# Strategy: the plan of a run, the first stage.  Each target that
+# validator.sources.resolve names is planned by one `match` on its type
+# (plan_target): what the plan reads itself (an index's checks, a header
+# read from standard input or a remote source, a header in `check` and
+# `inspect`), the verdicts the walk already gave (another file's kind, a
+# link's finding), and, in a scan, the jobs left to the read stage
+# (validator.pipeline.engine).  `check` and `scan` differ only in `Read`:
+# what a local file's read covers.  Every result is built by index_result,
+# header_result or the verdicts of validator.pipeline.verdicts, so a
+# finding reads the same in every command; no result is judged here (the
+# policy is applied once, by validator.pipeline.judge).
 # `-` names standard input: it is read once, into memory only up to the
 # header (the format's own bound of 100,000,000 bytes), and the rest is
 # counted, never kept; a terminal is refused rather than waited on.
@@ -20,7 +22,7 @@ import importlib
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, assert_never
 
 from validator._check import MAX_PER_RULE, Checker
 from validator._errors import SourceError
@@ -28,13 +30,14 @@ from validator._prefix import prefix_rule
 from validator._rules import MAX_HEADER_SIZE, PREFIX_LEN, Profile
 from validator._sniff import SNIFF_LEN
 from validator._validate import check_buffer, validate
-from validator.config.policy import apply_policy, check_policy
+from validator.config.policy import check_policy
 from validator.config.settings import Network
-from validator.pipeline.verdicts import link_result, one_entry_per_path, other_result
+from validator.pipeline.judge import judge, unjudged
+from validator.pipeline.verdicts import link_result, other_result, take_verdicts
 from validator.report.group import group_per_tensor
 from validator.report.results import FileResult
 from validator.sources.schemes import STDIN, STDIN_NAME, is_remote, scheme_of
-from validator.sources.targets import Target, resolve
+from validator.sources.targets import HubCache, Index, Link, LocalFile, OtherFile, Remote, Stdin, Target, resolve
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -42,20 +45,28 @@ if TYPE_CHECKING:
     from validator._findings import Finding, Report
     from validator.config.policy import Policy
     from validator.io.index import IndexReport
+    from validator.pipeline.engine import Job
+    from validator.pipeline.hubcache import HubWalk
     from validator.sources.kinds import Other
 
+__all__ = [
+    "Planned",
+    "Read",
+    "SourceReader",
+    "check_all",
+    "check_remote",
+    "header_result",
+    "index_result",
+    "plan_target",
+    "read_stdin",
+    "results_of",
+]
+
+# What the read of a local file covers: its header in this process (check,
+# inspect), or all of it in the read stage (scan).
+Read: TypeAlias = Literal["header", "scan"]
+
 _DRAIN = 1 << 20
-
-
-@dataclass
-class Checked:
-    """What checking one target gave: lone or shard file reports, checkpoints,
-    other files of a folder, and link findings."""
-
-    reports: list[Report] = field(default_factory=list)
-    checkpoints: list[IndexReport] = field(default_factory=list)
-    others: list[Other] = field(default_factory=list)
-    links: list[tuple[str, Finding]] = field(default_factory=list)
 
 
 class SourceReader(Protocol):
@@ -100,20 +111,6 @@ def read_stdin(profile: str) -> Report:
 # Standard input that is no safetensors file is kept up to this size, to be
 # judged as a file of a folder is (a pickle, read by validator.formats).
 STDIN_KEPT = 256 << 20
-
-
-def stdin_result(profile: str, policy: Policy | None) -> FileResult:
-    """Standard input's result: a safetensors file's from its header, or, for
-    bytes a loader would unpickle, a folder's file's (the same bytes give the
-    same findings however they arrive)."""
-    report, kept = _read_stdin(profile)
-    if kept is not None:
-        from validator.sources.kinds import classify_bytes  # noqa: PLC0415 - only for foreign bytes
-
-        other = classify_bytes(kept, STDIN_NAME)
-        if other is not None:
-            return other_result(other, profile, policy)
-    return header_result(report, profile, policy)
 
 
 def _read_stdin(profile: str) -> tuple[Report, bytes | None]:
@@ -161,64 +158,128 @@ def _read_up_to(stream: Any, n: int) -> bytes:  # noqa: ANN401 - a binary stream
     return b"".join(parts)
 
 
-def check_target(target: Target, profile: str, network: Network | None = None) -> Checked:
-    """Check one target; raise SourceError when it cannot be read at all."""
-    if target.kind == "file":
-        return Checked([validate(target.path, profile=profile)])
-    if target.kind == "stdin":
-        report, kept = _read_stdin(profile)
-        if kept is not None:
-            from validator.sources.kinds import classify_bytes  # noqa: PLC0415 - only for foreign bytes
+@dataclass
+class Planned:
+    """One target's share of the run: what the plan read or judged itself,
+    and, in a scan, the files left to the read stage."""
 
-            other = classify_bytes(kept, STDIN_NAME)
-            if other is not None:
-                return Checked(others=[other])
-        return Checked([report])
-    if target.kind == "other" and target.other is not None:
-        return Checked(others=[target.other])
-    if target.kind == "link" and target.finding is not None:
-        return Checked(links=[(target.path, target.finding)])
-    from validator.io.index import IndexReport, validate_index  # noqa: PLC0415 - only for indexes and remote sources
+    ordinal: int
+    reports: list[Report] = field(default_factory=list)  # files checked from their headers
+    checkpoints: list[IndexReport] = field(default_factory=list)
+    others: list[Other] = field(default_factory=list)  # files judged by kind, not read again
+    links: list[tuple[str, Finding]] = field(default_factory=list)  # link findings that name no file read
+    jobs: list[Job] = field(default_factory=list)  # scan: files read in full by the read stage
+    verdicts: dict[str, Other] = field(default_factory=dict)  # scan: the kinds of the jobs that are other files
+    via: dict[str, Finding] = field(default_factory=dict)  # a link's finding, by the path of the file it names
+    models: dict[str, str] = field(default_factory=dict)  # hub cache: path -> repository id
+    hub: HubWalk | None = None  # the hub cache's walk (the signatures stage reads its jobs)
+    errors: list[str] = field(default_factory=list)  # what could not be read, the rest planned
 
-    if target.kind == "index":
-        index = validate_index(target.path, profile=profile)
-        return Checked(list(index.shards.values()), [index])
-    reports, others = check_remote(target.path, profile, network)
-    checked = Checked(others=others)
+
+def plan_target(  # noqa: C901, PLR0912 - one branch per kind of target
+    target: Target,
+    read: Read,
+    profile: str,
+    policy: Policy | None = None,
+    network: Network | None = None,
+    *,
+    not_read: frozenset[str] = frozenset(),
+) -> Planned:
+    """Plan one target; raise SourceError when it cannot be read at all.
+    An other file whose real path is in ``not_read`` (a scan's checksum
+    list) is reported without being read."""
+    planned = Planned(target.ordinal)
+    match target:
+        case LocalFile(path=path, via=via):
+            if read == "header":
+                planned.reports.append(validate(path, profile=profile))
+            else:
+                planned.jobs.append(_job(path, policy))
+            _via(planned, path, via)
+        case Index(path=path, via=via):
+            from validator.io.index import validate_index  # noqa: PLC0415 - the index modules load only for checkpoints
+
+            index = validate_index(path, profile=profile)
+            planned.checkpoints.append(index)
+            if read == "header":
+                planned.reports.extend(index.shards.values())
+            else:
+                planned.jobs.extend(_job(r.path, policy) for r in index.shards.values() if r.path is not None)
+            _via(planned, path, via)
+        case OtherFile(other=other, via=via):
+            if read == "header" or os.path.realpath(other.path) in not_read:
+                planned.others.append(other)
+            else:
+                planned.verdicts[other.path] = other
+                planned.jobs.append(_job(other.path, policy, validate=False))
+            _via(planned, other.path, via)
+        case Link(path=path, finding=finding):
+            planned.links.append((path, finding))
+        case Stdin():
+            report, kept = _read_stdin(profile)
+            foreign = None if kept is None else _foreign_stdin(kept)
+            if foreign is not None:
+                planned.others.append(foreign)
+            else:
+                planned.reports.append(report)
+        case Remote(source=source):
+            _plan_remote(planned, source, profile, network)
+        case HubCache(cache=cache):
+            _plan_hub(planned, cache, profile, policy)
+        case _:
+            assert_never(target)
+    return planned
+
+
+def _job(path: str, policy: Policy | None, *, validate: bool = True) -> Job:
+    from validator.pipeline.engine import Job  # noqa: PLC0415 - the read stage's types load only for a scan
+
+    return Job(path, ((path, None),), policy=policy, validate=validate)
+
+
+def _via(planned: Planned, path: str, via: Finding | None) -> None:
+    if via is not None:
+        planned.via[path] = via
+
+
+def _foreign_stdin(kept: bytes) -> Other | None:
+    # Bytes a loader would unpickle are judged as a folder's file is: the
+    # same bytes give the same findings however they arrive.
+    from validator.sources.kinds import classify_bytes  # noqa: PLC0415 - only for foreign bytes
+
+    return classify_bytes(kept, STDIN_NAME)
+
+
+def _plan_remote(planned: Planned, source: str, profile: str, network: Network | None) -> None:
+    from validator.io.index import IndexReport  # noqa: PLC0415 - the index modules load only for checkpoints
+
+    reports, others = check_remote(source, profile, network)
+    planned.others.extend(others)  # judged by name: nothing of them is read
     for result in reports:
         if isinstance(result, IndexReport):
-            checked.checkpoints.append(result)
-            checked.reports.extend(result.shards.values())
+            planned.checkpoints.append(result)
+            planned.reports.extend(result.shards.values())
         else:
-            checked.reports.append(result)
-    return checked
+            planned.reports.append(result)
 
 
-@dataclass
-class ScanPlan:
-    """`stcheck scan` arguments as local files to scan plus finished results
-    (indexes and remote headers), kept in argument order."""
+def _plan_hub(planned: Planned, cache: str, profile: str, policy: Policy | None) -> None:
+    from validator.io.index import validate_index  # noqa: PLC0415 - the index modules load only for checkpoints
+    from validator.pipeline.hubcache import hf_cache_walk  # noqa: PLC0415 - only for a hub cache
 
-    paths: list[str] = field(default_factory=list)
-    ready: dict[int, list[FileResult]] = field(default_factory=dict)  # before paths[i] -> results
-    others: dict[str, Other] = field(default_factory=dict)  # paths of other files -> their verdicts
-
-    def add_ready(self, result: FileResult) -> None:
-        self.ready.setdefault(len(self.paths), []).append(result)
-
-    def merge(self, results: list[FileResult]) -> list[FileResult]:
-        """Interleave the finished results with the scan's results of ``paths``
-        (the last len(paths) entries of ``results``)."""
-        cut = len(results) - len(self.paths)
-        out = list(results[:cut])
-        for i, result in enumerate(results[cut:]):
-            out.extend(self.ready.get(i, []))
-            out.append(result)
-        out.extend(self.ready.get(len(self.paths), []))
-        return out
+    hub = hf_cache_walk(cache, planned.errors, policy)
+    planned.hub = hub
+    planned.jobs.extend(hub.jobs)
+    planned.verdicts.update(hub.others)
+    planned.via.update(hub.via)
+    planned.links.extend((path, finding) for path, finding, _ in hub.links)
+    planned.models.update((path, repo) for path, _, repo in hub.links)
+    for path, repo in hub.indexes:  # each snapshot index's checks (missing shards, orphans, ties), as for a folder
+        planned.checkpoints.append(validate_index(path, profile=profile))
+        planned.models[path] = repo
 
 
-def index_result(index: IndexReport, profile: str, policy: Policy | None, *, inspect: bool = False) -> FileResult:
+def index_result(index: IndexReport, profile: str, *, inspect: bool = False) -> FileResult:
     """A checkpoint's index as a result of its own (its shards are results too):
     its size (unknown for a remote index, whose JSON alone was fetched), its
     findings, and its totals; with ``inspect``, its weight_map too."""
@@ -239,10 +300,9 @@ def index_result(index: IndexReport, profile: str, policy: Policy | None, *, ins
         kind="index",
         file_size=size,
         tensor_count=s.tensors,
-        items=apply_policy(index.findings, policy),
+        items=unjudged(index.findings),
         profile=profile,
         not_listed=index.suppressed,
-        policy=None if policy is None else policy.source,
         checkpoint=checkpoint,
     )
 
@@ -259,107 +319,44 @@ def header_result(report: Report, profile: str, policy: Policy | None, *, tensor
         file_size=report.file_size,
         header_size=report.header_size,
         tensor_count=None if report.tensors is None else len(report.tensors),
-        items=apply_policy(group_per_tensor([*report.findings, *out.findings], not_kept=out.dropped), policy),
+        items=unjudged(group_per_tensor([*report.findings, *out.findings], not_kept=out.dropped)),
         profile=profile,
         not_listed=report.suppressed + sum(out.dropped.values()),
         metadata=None if report.metadata is None else dict(report.metadata),
-        policy=None if policy is None else policy.source,
         reference_valid=report.reference_valid,
         tensors=report.to_json()["tensors"] if tensors else None,
     )
 
 
-def check_results(checked: Checked, profile: str, policy: Policy | None, *, inspect: bool = False) -> list[FileResult]:
-    """What `check` (and `inspect` of many files) reports: a result per link,
-    index, file and other file, in that order, as the scan reports them."""
-    results = [index_result(index, profile, policy, inspect=inspect) for index in checked.checkpoints]
-    results += [header_result(report, profile, policy, tensors=True) for report in checked.reports]
-    if checked.links or checked.others:
-        links = [link_result(path, finding, profile, policy) for path, finding in checked.links]
-        results = links + results + [other_result(other, profile, policy) for other in checked.others]
+def results_of(
+    planned: Planned, profile: str, policy: Policy | None, *, tensors: bool = False, inspect: bool = False
+) -> list[FileResult]:
+    """The results the plan finished for one target, unjudged: a result per
+    link, index, file checked from its header and other file, in that order
+    (a scan's jobs follow them)."""
+    results = [link_result(path, finding, profile, planned.models.get(path)) for path, finding in planned.links]
+    for index in planned.checkpoints:
+        result = index_result(index, profile, inspect=inspect)
+        result.model = planned.models.get(index.path)
+        results.append(result)
+    results += [header_result(report, profile, policy, tensors=tensors) for report in planned.reports]
+    results += [other_result(other, profile) for other in planned.others]
     return results
-
-
-def scan_plan(
-    paths: Sequence[str],
-    profile: str,
-    policy: Policy | None,
-    errors: list[str],
-    network: Network | None = None,
-    *,
-    not_read: frozenset[str] = frozenset(),
-) -> ScanPlan:
-    """Expand scan arguments: local files become scan jobs (a folder's other
-    files too, for their digests; their verdicts are in ``others``); an
-    index's checks, link findings and remote headers (checked here, header
-    only) become finished results.  An other file whose real path is in
-    ``not_read`` (the checksum list itself) is reported without being read."""
-    plan = ScanPlan()
-    for target in resolve(paths, errors):
-        try:
-            _plan_target(plan, target, profile, policy, network, not_read)
-        except SourceError as exc:  # noqa: PERF203 - one unreadable target must not stop the others
-            errors.append(str(exc))
-    return plan
-
-
-def _plan_target(  # noqa: PLR0917 - one private call site
-    plan: ScanPlan,
-    target: Target,
-    profile: str,
-    policy: Policy | None,
-    network: Network | None,
-    not_read: frozenset[str],
-) -> None:
-    from validator.io.index import validate_index  # noqa: PLC0415 - the index modules load only for checkpoints
-
-    if target.kind == "file":
-        plan.paths.append(target.path)
-    elif target.kind == "other" and target.other is not None:
-        if os.path.realpath(target.path) in not_read:
-            plan.add_ready(other_result(target.other, profile, policy))
-        else:
-            plan.others[target.path] = target.other
-            plan.paths.append(target.path)
-    elif target.kind == "link" and target.finding is not None:
-        plan.add_ready(link_result(target.path, target.finding, profile, policy))
-    elif target.kind == "index":
-        index = validate_index(target.path, profile=profile)
-        plan.add_ready(index_result(index, profile, policy))
-        plan.paths.extend(r.path for r in index.shards.values() if r.path is not None)
-    elif target.kind == "stdin":
-        plan.add_ready(stdin_result(profile, policy))
-    else:
-        _plan_remote(plan, target, profile, policy, network)
-
-
-def _plan_remote(plan: ScanPlan, target: Target, profile: str, policy: Policy | None, network: Network | None) -> None:
-    from validator.io.index import IndexReport  # noqa: PLC0415 - the index modules load only for checkpoints
-
-    reports, others = check_remote(target.path, profile, network)
-    for result in reports:
-        if isinstance(result, IndexReport):
-            plan.add_ready(index_result(result, profile, policy))
-            for shard in result.shards.values():
-                plan.add_ready(header_result(shard, profile, policy))
-        else:
-            plan.add_ready(header_result(result, profile, policy))
-    for other in others:  # judged by name: nothing of them is read
-        plan.add_ready(other_result(other, profile, policy))
 
 
 def check_all(
     paths: Sequence[str], profile: str, policy: Policy | None, errors: list[str], network: Network | None = None
 ) -> list[FileResult]:
     """What `stcheck check` reports on ``paths``: each target checked from its
-    header, in this process, as check_results builds it; a source that
-    cannot be read goes to ``errors``."""
+    header, in this process; a source that cannot be read goes to ``errors``."""
     results: list[FileResult] = []
     for target in resolve(paths, errors):
         try:
-            checked = check_target(target, profile, network)
+            planned = plan_target(target, "header", profile, policy, network)
         except SourceError as exc:
             errors.append(str(exc))
             continue
-        results.extend(check_results(checked, profile, policy))
-    return one_entry_per_path(results)
+        errors.extend(planned.errors)
+        results.extend(take_verdicts(results_of(planned, profile, policy, tensors=True), planned.verdicts, planned.via))
+    judge(results, policy)
+    return results

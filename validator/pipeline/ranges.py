@@ -22,8 +22,8 @@
 # the last range finds it when its bytes are not all zero; otherwise its
 # task searches backwards for it and streams a second scanner over the tail
 # only (all zeros, so cheap), keeping that scanner's data-zero-tail finding.
-# Every task stamps the file (size, mtime, ctime, inode: validator/scan/
-# identity.py) when it opens it and again when it is done; a file that
+# Every task stamps the file (size, mtime, ctime, inode: validator.read.
+# identity) when it opens it and again when it is done; a file that
 # changed during a task or between tasks is reported unreadable rather than
 # merged from two versions.  The planning task's stamp and header digest are
 # the merged result's, for the results cache.
@@ -49,13 +49,15 @@ from validator.pipeline.engine import (
 )
 from validator.read.identity import SeenHeader, Stamp, same_file, stamp_of, validate_fd
 from validator.read.integrity import Digester, check_digest
-from validator.report.results import FileResult
+from validator.report.results import FileResult, ReadRecord
 from validator.signing.signhash import WHOLE_SHA256, tensor_inventory
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from validator._findings import Finding, TensorInfo
+
+__all__ = ["HashPart", "Plan", "RangePart", "cut", "failed", "hash_file", "merge", "plan", "scan_range", "scan_split"]
 
 
 @dataclass
@@ -290,8 +292,7 @@ def merge(job: Job, options: Options, plan_: Plan, parts: Sequence[RangePart], d
     result.sha256 = digest.sha256
     result.bytes_read = digest.bytes_read
     result.deep = totals
-    result.stamp = plan_.stamp
-    result.header_span, result.header_sha256 = plan_.header_span, plan_.header_sha256
+    result.read = ReadRecord(plan_.stamp, plan_.header_span, plan_.header_sha256)
     result.checked = digest.checked
     # Capped and grouped exactly as a whole-file scan_file does.
     kept, dropped = cap_per_rule(findings)

@@ -14,14 +14,16 @@ from typing import TYPE_CHECKING
 from validator._errors import StcheckError
 from validator._findings import Finding
 from validator._rules import BY_SLUG
-from validator.config.policy import apply_policy
 from validator.pipeline.engine import job_options, scan_file
+from validator.pipeline.judge import unjudged
 from validator.report.results import FileResult
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from validator.pipeline.engine import Job, Options
+
+__all__ = ["ScaleError", "timed_scan", "timeout_result"]
 
 
 class ScaleError(StcheckError):
@@ -50,7 +52,8 @@ def timeout_result(job: Job, options: Options, seconds: float) -> FileResult:
         kind="safetensors" if job.validate else "blob",
         file_size=size,
         profile=options.profile.value,
-        items=apply_policy([finding], options.policy),
+        items=unjudged([finding]),
+        policy=None if options.policy is None else options.policy.source,
         seconds=seconds,
     )
 

@@ -1,15 +1,19 @@
 # Strategy: `vet`, the one run from arguments to a verdict, which
 # `stcheck scan` and the library call both go through, so they cannot
 # disagree.  The stages, in order:
-#   1. resolve: the policy in force (validator.config.resolve), then every
-#      argument into targets (validator.sources, through the plan in
-#      validator.pipeline.plan) and a hub cache into jobs (hubcache);
-#   2. signatures are verified before any file is read (pipeline.signatures),
-#      and each signed file's digests are added to its job;
-#   3. the one read of each file (format, deep checks, digests) in a worker
-#      pool, a Dask cluster or through the results cache (pipeline.runner);
-#   4. judge: the other files' verdicts and the signature comparison are
-#      attached, the policy applied, the exit status computed.
+#   1. plan: the policy in force (validator.config.resolve); every argument,
+#      and a hub cache, resolved into numbered targets (validator.sources),
+#      each planned by validator.pipeline.plan into results it finishes
+#      itself and jobs for the read; signatures are verified before any file
+#      is read (pipeline.signatures), and each signed file's digests are added
+#      to its job;
+#   2. read: the one read of each file (format, deep checks, digests) in a
+#      worker pool, a Dask cluster or through the results cache
+#      (pipeline.runner); its results are grouped by their target's
+#      ordinal, and each target's verdicts (another file's kind, a link's
+#      finding) taken into them (pipeline.verdicts);
+#   3. signatures: the digests compared with each signature (pipeline.signatures);
+#   4. judge: the policy applied once (pipeline.judge), the exit status computed.
 # The report writers (validator.report) take what `vet` returns; the
 # command line only parses its options into VetOptions and writes reports.
 # Paths are str, handled with os.path as in the rest of the package.
@@ -26,23 +30,25 @@ from validator._display import plural
 from validator._errors import SourceError, StcheckError
 from validator._rules import Profile
 from validator.config.install import install_hint
-from validator.config.policy import PolicyError, apply_policy
+from validator.config.policy import PolicyError
 from validator.config.resolve import passed_over_note, resolve_policy
 from validator.config.settings import Network
 from validator.io.names import hub_snapshot
 from validator.pipeline import runner
 from validator.pipeline.engine import DEFAULT_CHUNK, Job, Options, run_jobs, total_size
-from validator.pipeline.hubcache import HubWalk, default_hf_cache, hf_cache_walk
-from validator.pipeline.plan import index_result, scan_plan
+from validator.pipeline.hubcache import HubWalk, default_hf_cache
+from validator.pipeline.judge import judge
+from validator.pipeline.plan import Planned, plan_target, results_of
 from validator.pipeline.signatures import Signatures, arguments
-from validator.pipeline.verdicts import attach, link_result, one_entry_per_path
+from validator.pipeline.verdicts import take_verdicts
 from validator.read.integrity import normalise_sha256, read_checksums
-from validator.report.results import exit_status
+from validator.report.results import FailOn, exit_status
 from validator.signing.base import SigningSetupError
 from validator.sources.schemes import STDIN, is_remote
+from validator.sources.targets import resolve
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Sequence
+    from collections.abc import Callable, Iterator, Mapping, Sequence
     from contextlib import AbstractContextManager
 
     from validator.config.policy import Policy
@@ -58,7 +64,31 @@ __all__ = ["VetError", "VetOptions", "Vetted", "vet"]
 
 class VetError(StcheckError, ValueError):
     """The run cannot start: options that cannot work together, a bad
-    policy, checksum list, key or cache, or nothing to vet at all."""
+    policy, checksum list, key or cache, or nothing to vet at all.
+
+    Its message names VetOptions' own fields (``chunk_size``); ``worded``
+    gives it in another spelling of them (`stcheck scan`'s flags)."""
+
+    def __init__(self, message: str, *, template: str = "", fields: tuple[str, ...] = (), subject: str = "") -> None:
+        super().__init__(message)
+        self.template = template or message
+        self.fields = fields
+        self.subject = subject
+
+    @classmethod
+    def naming(cls, template: str, *fields: str, subject: str = "") -> VetError:
+        """An error whose ``template`` names each of ``fields`` as ``{field}``,
+        after ``subject`` (a path, never reworded) when one is given."""
+        error = cls("", template=template, fields=fields, subject=subject)
+        error.args = (error.worded({}),)
+        return error
+
+    def worded(self, names: Mapping[str, str]) -> str:
+        """The message with each field it names spelt as ``names`` spells it."""
+        message = self.template
+        for name in self.fields:
+            message = message.replace("{" + name + "}", names.get(name, name))
+        return f"{self.subject}: {message}" if self.subject else message
 
 
 @dataclass(frozen=True)
@@ -71,7 +101,7 @@ class VetOptions:
     no_config: bool = False
     select: Sequence[str] = ()
     ignore: Sequence[str] = ()
-    fail_on: str = "error"  # error, warning or never
+    fail_on: FailOn = "error"
     sha256: str | None = None
     checksums: str | None = None
     hf_cache: str | None = None  # a hub cache to scan; "" for the default one
@@ -125,52 +155,34 @@ class Vetted:
 
 def _check_options(paths: Sequence[str], options: VetOptions) -> None:
     if not paths and options.hf_cache is None:
-        raise VetError("give at least one PATH, or --hf-cache")
+        raise VetError.naming("give at least one path, or {hf_cache}", "hf_cache")
     if options.chunk_size < 4096:
-        raise VetError("--chunk-size must be at least 4096")
+        raise VetError.naming("{chunk_size} must be at least 4096", "chunk_size")
     if options.profile not in {p.value for p in Profile}:
         raise VetError(f"unknown profile {options.profile!r}: strict or reference")
     if options.fail_on not in {"error", "warning", "never"}:
         raise VetError(f"unknown fail_on {options.fail_on!r}: error, warning or never")
     if STDIN in paths and (options.deep or options.sha256 or options.checksums or list(paths).count(STDIN) > 1):
-        raise VetError("- (standard input, once) is checked from its header only: --deep and digests need a file")
+        raise VetError.naming(
+            "- (standard input, once) is checked from its header only: {deep} and digests need a file", "deep"
+        )
     # A remote source is read from its header by range requests, as stdin is from its pipe (spec: Remote sources).
     remote = next((p for p in paths if is_remote(p)), None)
     if remote is not None and (options.deep or options.sha256 or options.checksums):
-        msg = "a remote source is checked from its header only (by range requests): --deep and digests need a file"
-        raise VetError(f"{remote}: {msg}; stcheck download reads it whole")
+        raise VetError.naming(
+            "a remote source is checked from its header only (by range requests): {deep} and digests need a file; "
+            "stcheck download reads it whole",
+            "deep",
+            subject=remote,
+        )
     if options.deep and importlib.util.find_spec("numpy") is None:
-        raise VetError(f"--deep needs numpy: {install_hint('scan')}")
+        raise VetError.naming("{deep} needs numpy: " + install_hint("scan"), "deep")
     if options.timeout_per_file is not None and not options.timeout_per_file > 0:
-        raise VetError("--timeout-per-file must be a positive number of seconds")
+        raise VetError.naming("{timeout_per_file} must be a positive number of seconds", "timeout_per_file")
 
 
-def _hub_walk(options: VetOptions, errors: list[str], policy: Policy | None) -> HubWalk:
-    if options.hf_cache is None:
-        return HubWalk()
-    found = hf_cache_walk(options.hf_cache or default_hf_cache(), errors)
-    found.jobs = [replace(job, policy=policy) for job in found.jobs]
-    return found
-
-
-def _hub_indexes(hub: HubWalk, profile: str, policy: Policy | None) -> list[FileResult]:
-    """Each snapshot index's checks (missing shards, orphans, ties), as for a folder."""
-    if not hub.indexes:
-        return []
-    from validator.io.index import validate_index  # noqa: PLC0415 - the index modules load only for checkpoints
-
-    results = []
-    for path, repo in hub.indexes:
-        result = index_result(validate_index(path, profile=profile), profile, policy)
-        result.model = repo
-        results.append(result)
-    return results
-
-
-def _hub_revisions(results: list[FileResult], hub: HubWalk) -> None:
+def _hub_revisions(results: list[FileResult]) -> None:
     """Give each hub-cache result the revision of its snapshot."""
-    if not hub.jobs and not hub.links:
-        return
     for result in results:
         snapshot = None if result.model is None else hub_snapshot(result.path)
         if snapshot is not None:
@@ -211,10 +223,10 @@ def vet(
             on_note(text)
 
     errors: list[str] = []
+    hf_cache = None if options.hf_cache is None else options.hf_cache or default_hf_cache()
     try:
-        checked = [*paths, *([options.hf_cache or default_hf_cache()] if options.hf_cache is not None else [])]
         policy, policies = resolve_policy(
-            checked,
+            [*paths, *([hf_cache] if hf_cache is not None else [])],
             policy=options.policy,
             no_config=options.no_config,
             select=options.select,
@@ -227,28 +239,26 @@ def vet(
         own = frozenset({os.path.realpath(options.checksums)} if options.checksums else ())
         # Signatures are verified (and compared with a hub's listing) before any file is read.
         signing = Signatures.from_options(options, policy)
-        signing.verify_sources(arguments(paths), options.network, hf_cache=options.hf_cache is not None)
+        signing.verify_sources(arguments(paths), options.network, hf_cache=hf_cache is not None)
         paths = signing.pinned(paths)  # an hf:// folder is read at the commit its signature was compared with
-        plan = scan_plan(paths, options.profile, policy, errors, options.network, not_read=own)
-        hub = _hub_walk(options, errors, policy)
+        planned = _plan(paths, hf_cache, options, policy, errors, own)
     except (PolicyError, SourceError, ValueError, SigningSetupError) as exc:
         raise VetError(str(exc)) from exc
-    jobs = hub.jobs + [
-        Job(path, ((path, None),), policy=policy, validate=path not in plan.others) for path in plan.paths
-    ]
+    jobs = [job for p in planned for job in p.jobs]
     if sha256 is not None and len(jobs) != 1:
-        msg = f"--sha256 names the digest of one file, but {plural(len(jobs), 'file')} were found; use --checksums"
-        raise VetError(msg)
-    # The plan's own files come last: plan.merge finds their results there.
-    cut = len(jobs) - len(plan.paths)
-    jobs[cut:cut] = _missing_listed(checksums)
+        msg = f"{{sha256}} names the digest of one file, but {plural(len(jobs), 'file')} were found; use {{checksums}}"
+        raise VetError.naming(msg, "sha256", "checksums")
+    missing = _missing_listed(checksums)
+    # Each job's target, by ordinal; a listed file not on disk comes after every target.
+    ordinals = [p.ordinal for p in planned for _ in p.jobs] + [len(planned)] * len(missing)
+    jobs += missing
+    hub = next((p.hub for p in planned if p.hub is not None), HubWalk())
     try:
         jobs = signing.with_digests(jobs, hub, sha256=options.every_sha256)  # digests computed in the one read
     except (ValueError, SigningSetupError) as exc:
         raise VetError(str(exc)) from exc
-    links = [link_result(p, f, options.profile, policy, model) for p, f, model in hub.links]
-    links.extend(_hub_indexes(hub, options.profile, policy))
-    if not jobs and not plan.ready and not links and not errors:
+    finished = [results_of(p, options.profile, policy) for p in planned]
+    if not jobs and not any(finished) and not errors:
         raise VetError("nothing to scan: no file was found")
     read = Options(
         profile=Profile(options.profile),
@@ -260,13 +270,17 @@ def vet(
     )
     workers = options.jobs if options.jobs > 0 else (os.cpu_count() or 1)
     started = time.perf_counter()
-    results = plan.merge(_read_all(jobs, read, options, workers, progress, progress_mode))
-    results = links + results
+    # read
+    by_target = _by_target(jobs, ordinals, _read_all(jobs, read, options, workers, progress, progress_mode))
+    results: list[FileResult] = []
+    for p, done in zip(planned, finished, strict=True):
+        results += take_verdicts([*done, *by_target.pop(p.ordinal, [])], p.verdicts, p.via)
+    results += by_target.pop(len(planned), [])
+    # signatures
+    results = signing.finish(results, read, sha256=options.every_sha256)
     # judge
-    attach(results, {**hub.others, **plan.others}, policy)
-    results = one_entry_per_path(signing.finish(results, read, sha256=options.every_sha256))
-    _judge_pending(results, policy)  # until the judge stage (branch `targets`) does
-    _hub_revisions(results, hub)
+    judge(results, policy)
+    _hub_revisions(results)
     for line in signing.notes():
         note(line)
     return Vetted(
@@ -280,18 +294,41 @@ def vet(
     )
 
 
-# --- until the judge stage (branch `targets`) applies the policy once: the
-# signatures stage's raw findings (FileResult.pending) get the policy here.
-def _judge_pending(results: list[FileResult], policy: Policy | None) -> None:
-    for result in results:
-        if result.pending:
-            result.items.extend(apply_policy(result.pending, policy))
-            result.pending = []
-            if result.policy is None and policy is not None:
-                result.policy = policy.source
+def _plan(  # noqa: PLR0917 - one private call site
+    paths: Sequence[str],
+    hf_cache: str | None,
+    options: VetOptions,
+    policy: Policy | None,
+    errors: list[str],
+    not_read: frozenset[str],
+) -> list[Planned]:
+    """Every target planned for a scan; one that cannot be read goes to ``errors``."""
+    planned = []
+    for target in resolve(paths, errors, hf_cache=hf_cache):
+        try:
+            p = plan_target(target, "scan", options.profile, policy, options.network, not_read=not_read)
+        except SourceError as exc:
+            errors.append(str(exc))
+            continue
+        errors.extend(p.errors)
+        planned.append(p)
+    return planned
 
 
-# --- end
+def _by_target(
+    jobs: Sequence[Job], ordinals: Sequence[int], results: Sequence[FileResult]
+) -> dict[int, list[FileResult]]:
+    """The read's results grouped by their job's target, in job order (a job
+    gives one result per name it is reported under)."""
+    grouped: dict[int, list[FileResult]] = {}
+    at = 0
+    for job, ordinal in zip(jobs, ordinals, strict=True):
+        grouped.setdefault(ordinal, []).extend(results[at : at + len(job.names)])
+        at += len(job.names)
+    if at != len(results):
+        msg = f"the read gave {len(results)} results for {at} names"
+        raise AssertionError(msg)
+    return grouped
 
 
 def _read_all(  # noqa: PLR0917 - one private call site

@@ -1,14 +1,15 @@
 # Strategy: what `stcheck check` and `stcheck scan` report about one file,
 # as plain data that every output format reads (validator.report.formats).
 # The scan engine fills a FileResult in its worker processes; `check` builds
-# them from the validator's reports in its own process (validator.sources.targets).
+# them from the validator's reports in its own process (validator.pipeline.plan),
+# and the judge (validator.pipeline.judge) applies the policy to them.
 # This module imports only the core and the policy's item type, so that
 # `stcheck check FILE` loads neither the scan engine, nor multiprocessing,
 # nor numpy (tests/test_layering.py).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from validator._findings import ReportBase
 from validator._rules import Severity
@@ -20,12 +21,42 @@ if TYPE_CHECKING:
     from validator._findings import Finding
     from validator.read.identity import Stamp
 
-__all__ = ["EXIT_ERROR", "EXIT_INVALID", "EXIT_OK", "FileResult", "exit_status"]
+__all__ = [
+    "EXIT_ERROR",
+    "EXIT_INVALID",
+    "EXIT_OK",
+    "NOT_READ",
+    "FailOn",
+    "FileResult",
+    "ReadRecord",
+    "ResultKind",
+    "exit_status",
+]
+
+# What a result is about: a safetensors file; a hub blob or a file read for
+# its digest only; a checkpoint's index; a link the walk flagged; another
+# file of a folder; a file a checksum list or a signature names, not on disk.
+ResultKind: TypeAlias = Literal["safetensors", "blob", "index", "link", "other", "missing"]
+# Which findings fail a run (--fail-on).
+FailOn: TypeAlias = Literal["error", "warning", "never"]
 
 # The exit status of every command and of the library's vet().
 EXIT_OK: Final = 0  # no failing finding
 EXIT_INVALID: Final = 1  # a finding at a failing severity (after the policy)
 EXIT_ERROR: Final = 2  # a usage or I/O error: unreadable input, nothing to check
+
+
+@dataclass(frozen=True, slots=True)
+class ReadRecord:
+    """Which bytes a verdict is about (validator.read.identity), as the read
+    stage saw them: for the results cache, never part of a report."""
+
+    stamp: Stamp | None = None  # the descriptor's fstat at open; None: not read, or changed while read
+    header_span: int = 0  # validation read bytes [0, header_span)...
+    header_sha256: str | None = None  # ...whose sha256 this is
+
+
+NOT_READ: Final = ReadRecord()
 
 
 @dataclass
@@ -36,7 +67,7 @@ class FileResult(ReportBase[ScanItem]):
 
     path: str
     model: str | None = None
-    kind: str = "safetensors"  # or "blob": integrity only
+    kind: ResultKind = "safetensors"
     file_size: int | None = None
     header_size: int | None = None
     tensor_count: int | None = None
@@ -51,16 +82,11 @@ class FileResult(ReportBase[ScanItem]):
     policy: str | None = None  # where the policy in force came from
     not_listed: int = 0  # findings beyond the per-rule cap: counted, not kept
     cached: bool = False  # replayed from a results cache (validator.pipeline.cache), not read
-    signed: dict[str, list[str]] | None = None  # the job's `digests`, by label (scan.signhash); never reported
+    signed: dict[str, list[str]] | None = None  # the job's `digests`, by label (signing.signhash); never reported
     dtypes: dict[str, list[int]] | None = None  # dtype -> [tensors, parameters], for the CycloneDX BOM
-    # Which bytes the verdict is about (validator.read.identity), for the
-    # cache; never part of a report.  ``stamp``: the descriptor's fstat at
-    # open, None when the file was not read or changed while it was read.
-    stamp: Stamp | None = None
-    header_span: int = 0  # validation read bytes [0, header_span)...
-    header_sha256: str | None = None  # ...whose sha256 this is
+    read: ReadRecord = NOT_READ  # which bytes the verdict is about: for the cache, never reported
     checked: tuple[str, str, str] | None = None  # the digest compared with: (algorithm, hex, source)
-    file_kind: str | None = None  # a folder's other file: its kind (validator.sources.kinds), set by scan.verdicts
+    file_kind: str | None = None  # a folder's other file: its kind (sources.kinds), set by pipeline.verdicts
     pickle: dict[str, Any] | None = None  # a pickle's static reading (validator.sources.kinds.pickle_json)
     reference_valid: bool | None = None  # safetensors 0.8.0 reads it (Report.reference_valid); None: not validated
     # What `check` and `inspect` know beyond a scan: the tensor table (JSON
@@ -72,8 +98,8 @@ class FileResult(ReportBase[ScanItem]):
     # A model signature's result: what its verification found
     # (validator.pipeline.signatures.SignedModel.record; report.schema.json's signatureRecord).
     signature: dict[str, Any] | None = None
-    # Raw findings of the stages after the read (signatures), for the judge
-    # to apply the policy to, once; never part of a report.
+    # Raw findings added after the read (a signature's), judged with the
+    # items by the policy, once (validator.pipeline.judge); never reported.
     pending: list[Finding] = field(default_factory=list)
 
     @property
@@ -146,7 +172,7 @@ class FileResult(ReportBase[ScanItem]):
         return doc
 
 
-def exit_status(results: Sequence[FileResult], errors: Sequence[str], fail_on: str) -> int:
+def exit_status(results: Sequence[FileResult], errors: Sequence[str], fail_on: FailOn | str) -> int:
     """0 clean, 1 failing findings (after the policy and ``fail_on``: error,
     warning or never), 2 unreadable input."""
     if errors or any(r.error is not None for r in results):

@@ -31,7 +31,7 @@ from __future__ import annotations
 import os
 import stat
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 
 from validator._check import make_finding
 from validator._errors import SourceError
@@ -43,6 +43,11 @@ if TYPE_CHECKING:
 
     from validator._findings import Finding
 
+__all__ = ["TOP_SKIPPED", "Found", "FoundKind", "Tree", "judge_others", "link_root", "walk"]
+
+# A safetensors file, an index, another file (judged by kinds), or an entry
+# that is never opened (a broken link, a FIFO, a socket, a device).
+FoundKind: TypeAlias = Literal["safetensors", "index", "other", "unreadable"]
 TOP_SKIPPED: Final = ".git"  # only directly below the folder given
 _SPECIAL: Final = (
     (stat.S_ISFIFO, "a FIFO"),
@@ -58,7 +63,7 @@ class Found:
 
     path: str  # as reached from the top: the top joined with names, links not resolved
     real: str  # the path with every link resolved
-    kind: str  # "safetensors", "index", "other", or "unreadable" (never opened)
+    kind: FoundKind
     outside: bool = False  # reached through a link that leaves the root
     reason: str = ""  # for "unreadable": why
 
@@ -75,7 +80,7 @@ class Tree:
     skipped: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # folders that could not be listed
 
-    def of_kind(self, kind: str) -> list[str]:
+    def of_kind(self, kind: FoundKind) -> list[str]:
         """The paths of the entries of one kind, in order."""
         return [f.path for f in self.found if f.kind == kind]
 
@@ -113,7 +118,13 @@ def link_root(top: str) -> str:
     return hub_repo_folder(os.path.realpath(top)) or top
 
 
-def _entry_kind(name: str, is_index: Callable[[str], bool]) -> str:
+def _strip_separators(path: str) -> str:
+    """``path`` without trailing separators (the root ``/`` stays itself)."""
+    stripped = path.rstrip(os.sep + (os.altsep or ""))
+    return stripped or path[:1]
+
+
+def _entry_kind(name: str, is_index: Callable[[str], bool]) -> FoundKind:
     if name.endswith(SUFFIX):
         return "safetensors"
     return "index" if is_index(name) else "other"
@@ -224,7 +235,10 @@ class _Walk:
 
 def walk(top: str, *, is_index: Callable[[str], bool], root: str | None = None) -> Tree:
     """Walk the folder ``top``; ``root`` (default: link_root(top)) is where links may point."""
-    tree = Tree(top, root or link_root(top))
+    # `classic/` (as tab completion types it) names the folder `classic`:
+    # every path the walk reports, and every key of `names`, starts the same.
+    top = _strip_separators(top)
+    tree = Tree(top, _strip_separators(root) if root else link_root(top))
     _Walk(tree, is_index).run()
     tree.found.sort(key=lambda f: f.path)
     tree.links.sort(key=lambda pair: pair[0])

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from validator.pipeline.signatures._arguments import Argument
     from validator.pipeline.signatures._model import Flagged
     from validator.pipeline.signatures._options import KeyOptions
+    from validator.report.results import ResultKind
     from validator.signing.base import Keys, SignatureVerifier
 
 __all__ = ["Signatures"]
@@ -268,13 +269,14 @@ class Signatures:
         for flagged in model.findings:
             result = (None if flagged.rel is None else by_rel.get(flagged.rel)) or by_path.get(flagged.display)
             if result is None:
-                kind = "missing" if flagged.slug in {"signed-file-missing", "signature-missing"} else "other"
+                missing = flagged.slug in {"signed-file-missing", "signature-missing"}
+                kind: ResultKind = "missing" if missing else "other"
                 result = by_path[flagged.display] = _made(model, flagged.display, kind)
                 results.append(result)
             result.pending.append(make_finding(flagged.slug, flagged.message))
 
 
-def _made(model: SignedModel, display: str, kind: str) -> FileResult:
+def _made(model: SignedModel, display: str, kind: ResultKind) -> FileResult:
     """A result for a file a finding or record names that the scan did not list."""
     file_kind = None if kind == "missing" else "model signature" if display == model.where else None
     return FileResult(path=display, model=model.model, kind=kind, file_size=0, file_kind=file_kind)
