@@ -18,6 +18,11 @@ __all__ = ["NOT_INSTRUMENTED", "NOT_INSTRUMENTED_FOR_LOADERS", "instrumented_imp
 NOT_INSTRUMENTED: Final = (
     "validator.fuzz._uninstrumented",
     "validator.fuzz._child",
+    "validator.fuzz.config",
+    "validator.fuzz.engine",
+    "validator.fuzz.campaign",
+    "validator.fuzz.report",
+    "validator.fuzz.aflpp",
     "validator.fuzz.harness",
     "validator.fuzz.mutator",
     "validator.fuzz.supervisor",

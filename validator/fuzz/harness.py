@@ -106,10 +106,12 @@ def resolve(target: str, *, engine: bool = False) -> tuple[Callable[[bytes], Non
     if target == HYPOTHESIS:
         return hypothesis_target(), False
     if target == LOADER_UNDER_TEST:
-        from validator.fuzz import loader_under_test as _fuzz_yours
+        from validator.fuzz.config import build_loader, from_env
+        from validator.fuzz.loader_under_test import make_target
 
-        out_dir = os.environ.get(_fuzz_yours.ENV_OUT, "loader-findings")
-        return _fuzz_yours.make_target(_fuzz_yours.from_env(), out_dir), True
+        config = from_env()  # the one value the campaign passed (validator/fuzz/config.py)
+        assert config.loader is not None
+        return make_target(build_loader(config), config.loader.out_dir), True
     msg = f"unknown fuzz target {target!r}; choose one of {', '.join(ALL_TARGETS)}"
     raise ValueError(msg)
 
