@@ -63,6 +63,7 @@ MUTATOR_MODULE: Final = "validator.fuzz.afl_mutator"
 _INPUT: Final = AFL_INPUT
 _MAIN: Final = "main"  # the -M instance's folder name; the -S ones are sec-1, sec-2, ...
 _STOP_GRACE_S: Final = 10.0
+_GRACE_S: Final = 2.0  # past --seconds: afl-fuzz's -V has a whole-second granularity
 _MIN_REPORT_S: Final = 5  # afl-fuzz's stats of a shorter run are its start-up's
 _SIDE: Final = ("README.txt",)
 _ABORT: Final = re.compile(r"PROGRAM ABORT : (?:\x1b\[[0-9;]*m)*(.*)")
@@ -346,7 +347,7 @@ def _watch(
         try:
             # The first line a second in, then one every --interval: afl-fuzz itself is silent for a while.
             last = time.monotonic() - config.interval_s + 1.0
-            deadline = start + config.seconds + config.grace_s
+            deadline = start + config.seconds + _GRACE_S
             while any(proc.poll() is None for proc in procs):
                 time.sleep(0.5)
                 if time.monotonic() - last >= config.interval_s:
@@ -465,7 +466,7 @@ def run(config: CampaignConfig, out: Callable[[str], None] = print) -> Summary:
     stats = [read_stats(os.path.join(node, "fuzzer_stats")) for node in nodes]
     if not stats[0]:
         raise AflError(_abort_reason(logs[0]))
-    left = _sweep_all(judge, nodes, start + config.seconds + config.grace_s)
+    left = _sweep_all(judge, nodes, start + config.seconds + _GRACE_S)
     out(_progress(start, nodes, judge))
     if left:
         out(f"[loader-under-test/{ENGINE}] time is up: {left} of afl-fuzz's new inputs were not judged by the oracle")

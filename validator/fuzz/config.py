@@ -81,8 +81,8 @@ class CampaignConfig:
     cmplog: str | None = None  # AFL++: the loader built with AFL_LLVM_CMPLOG=1 (afl-fuzz -c)
     custom_mutator: bool = True  # AFL++: stcheck's structure-aware mutator beside AFL++'s own
     minimise_s: float = 30.0
-    # Past the deadline, an engine still running (on its seeds) is stopped: the
-    # engine's own start-up (imports under atheris' hook) takes 2 to 3 s here.
+    # atheris: past the deadline, an engine still running (on its seeds) is stopped:
+    # the engine's own start-up (imports under atheris' hook) takes 2 to 3 s here.
     grace_s: float = 5.0
 
     def to_json(self) -> str:
