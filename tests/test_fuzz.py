@@ -18,7 +18,7 @@ import pytest
 
 import validator
 from validator.cli import main as _cli
-from validator.fuzz import harness as _fuzz_main
+from validator.fuzz import inprocess as _fuzz_main
 from validator.fuzz import loader_under_test as _fuzz_yours
 from validator.fuzz import mutator
 from validator.fuzz import supervisor as _fuzz_runner

@@ -91,13 +91,14 @@ def _imports(path: Path) -> set[str]:
 
 
 def test_no_engine_imports_another_engines_internals() -> None:
-    engines = {"supervisor", "aflpp", "persistent"}
+    engines = {"supervisor", "aflpp", "persistent_engine"}
     for name in engines:
         imported = _imports(FUZZ / f"{name}.py")
         for other in engines - {name}:
             module = f"validator.fuzz.{other}"
-            # persistent drives atheris' campaign through its public run() and problem(), nothing else.
-            allowed = {"validator.fuzz.supervisor"} if (name, other) == ("persistent", "supervisor") else set()
+            # The persistent engine drives atheris' campaign through its public run() and problem().
+            public = {"validator.fuzz.supervisor"}
+            allowed = public if (name, other) == ("persistent_engine", "supervisor") else set()
             assert not {m for m in imported if m.startswith(module) and m not in allowed}, (name, other)
             assert f"validator.fuzz.{other}" not in imported or module in allowed, (name, other)
 

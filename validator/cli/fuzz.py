@@ -22,7 +22,7 @@ from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
 from validator.config.install import install_hint
 from validator.config.settings import environment
 from validator.fuzz.config import AFLPP, ATHERIS, PERSISTENT, CampaignConfig, LoaderSpec
-from validator.fuzz.harness import ALL_TARGETS, LOADER_UNDER_TEST
+from validator.fuzz.inprocess import ALL_TARGETS, LOADER_UNDER_TEST
 from validator.harness.rejection import REJECT_EXIT
 
 if TYPE_CHECKING:

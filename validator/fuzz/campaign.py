@@ -34,7 +34,7 @@ from validator._display import escape_line, escape_path
 from validator.fuzz._child import child_env
 from validator.fuzz.config import AFLPP, ATHERIS, ENGINES, LOADER_UNDER_TEST, PERSISTENT, CampaignConfig
 from validator.fuzz.engine import EngineError, Summary, replay_paths
-from validator.fuzz.harness import ALL_TARGETS, HYPOTHESIS
+from validator.fuzz.inprocess import ALL_TARGETS, HYPOTHESIS
 from validator.fuzz.report import shown, summary_lines
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ __all__ = ["ENGINES", "Result", "engine", "own_targets", "replay", "run"]
 
 _MODULES: Final = {
     ATHERIS: "validator.fuzz.supervisor",
-    PERSISTENT: "validator.fuzz.persistent",
+    PERSISTENT: "validator.fuzz.persistent_engine",
     AFLPP: "validator.fuzz.aflpp",
 }
 _IMPORT_PROBE_S: Final = 120
@@ -261,7 +261,7 @@ def replay(config: CampaignConfig, given: list[str], out: Callable[[str], None])
     if config.target == HYPOTHESIS:
         return 0, "the hypothesis target draws its own inputs; replay another target"
     if config.target != LOADER_UNDER_TEST:
-        from validator.fuzz.harness import replay as replay_target
+        from validator.fuzz.inprocess import replay as replay_target
         from validator.fuzz.targets import TARGETS
 
         targets = tuple(TARGETS) if config.target == "all" else (config.target,)

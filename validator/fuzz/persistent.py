@@ -21,11 +21,7 @@
 #     line; inside a campaign the input is recorded as `crash:protocol`.
 # The harness's stderr goes to a file of its own (append mode, cut back when
 # it grows), read only when the harness dies.
-#
-# As an engine (validator/fuzz/engine.py), "persistent" is atheris' campaign
-# (validator/fuzz/supervisor.py, its public run()) over a loader that is
-# such a harness; what it adds is the check before the campaign: the harness
-# must answer a few seeds by the protocol.
+
 # ruff: noqa: PTH108, PTH123
 # Paths: os.path and open(), like the rest of the package.
 from __future__ import annotations
@@ -45,19 +41,15 @@ from validator._display import escape_line
 from validator.harness.rejection import judge_exit
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Mapping, Sequence
 
-    from validator.fuzz.config import CampaignConfig
-    from validator.fuzz.engine import Problem, Summary
-
-__all__ = ["Answer", "ProtocolError", "Session", "frame", "parse_answer", "probe", "problem", "run"]
+__all__ = ["Answer", "ProtocolError", "Session", "frame", "parse_answer"]
 
 MAX_FRAME: Final = 2**32 - 1
 _MAX_LINE: Final = 4096  # an answer longer than this is not one
 _STDERR_KEEP: Final = 1 << 20  # the stderr file is cut back past this size
 _STDERR_TAIL: Final = 1 << 16  # what a crash report reads of it
 _EXIT_GRACE_S: Final = 2.0  # how long a harness that closed stdout may take to exit
-_PROBE_SEEDS: Final = 3  # seeds a harness answers before a campaign starts
 
 
 class ProtocolError(Exception):
@@ -298,54 +290,3 @@ class Session:
         cut = f" after {len(partial)} bytes of an answer" if partial else ""
         detail = f"the harness exited mid-protocol{cut} ({verdict.detail or f'exit code {rc}'})"
         return Answer("crash", escape_line(detail), kind=kind, trace=stderr.strip())
-
-
-# --- the engine ---------------------------------------------------------------------
-
-
-def problem(config: CampaignConfig) -> Problem | None:
-    """Why a persistent campaign cannot run: atheris' reasons, then the harness's (probe)."""
-    from validator.fuzz import supervisor  # noqa: PLC0415 - the engine this one drives
-
-    found = supervisor.problem(config)
-    if found is not None:
-        return found
-    if config.loader is None or not config.loader.command:
-        return "--persistent goes with --loader-cmd 'HARNESS ARGS'"
-    return probe(config.loader.command, config.loader.timeout_s)
-
-
-def run(config: CampaignConfig, out: Callable[[str], None]) -> Summary:
-    """The campaign: atheris' mutations, each input answered by the harness."""
-    from validator.fuzz import supervisor  # noqa: PLC0415 - the engine this one drives
-
-    return supervisor.run(config, out)
-
-
-def probe(command: str, timeout_s: float) -> str | None:
-    """Why the harness ``command`` cannot serve a campaign: it must answer a few seeds by the protocol."""
-    import shlex  # noqa: PLC0415 - only before a campaign
-
-    from validator.fuzz.seeds import seed_files  # noqa: PLC0415 - only before a campaign
-
-    exits: list[Answer] = []
-    with Session(shlex.split(command), timeout_s) as session:
-        for name, data in list(seed_files().items())[:_PROBE_SEEDS]:
-            try:
-                answer = session.ask(data)
-            except ProtocolError as exc:
-                return f"--persistent: on the seed {name}: {exc}"
-            if answer.verdict == "hang":
-                return f"--persistent: the harness gave no answer to the seed {name} within --timeout {timeout_s:g}s"
-            if answer.verdict == "crash" and answer.kind.startswith("exit-"):
-                exits.append(answer)
-    if len(exits) == _PROBE_SEEDS:
-        # Exiting before any answer on every seed is a command that does not
-        # serve the protocol (a FILE-taking binary, a wrong flag), not a finding.
-        said = next((line.strip() for line in exits[0].trace.splitlines() if line.strip()), "")
-        told = f" (it said: {escape_line(said[:160])})" if said else ""
-        return (
-            f"--persistent: the harness exited ({exits[0].kind}) on each of the first {_PROBE_SEEDS} seeds without "
-            f"an answer{told}; does it serve the frame protocol?"
-        )
-    return None

@@ -27,7 +27,7 @@ from typing import IO, TYPE_CHECKING, Final
 from validator.fuzz._child import child_env
 from validator.fuzz.config import PERSISTENT, CampaignConfig, replay_command
 from validator.fuzz.engine import SIDE_FILES, Finding, Missing, Problem, Summary, children_cpu, last_lines, replay_paths
-from validator.fuzz.harness import BOOT, HYPOTHESIS, LOADER_UNDER_TEST
+from validator.fuzz.inprocess import BOOT, HYPOTHESIS, LOADER_UNDER_TEST
 from validator.fuzz.seeds import dictionary_text, seed_files
 
 if TYPE_CHECKING:
@@ -247,7 +247,7 @@ class _Campaign:
                     [
                         sys.executable,
                         "-m",
-                        "validator.fuzz.harness",
+                        "validator.fuzz.inprocess",
                         "minimise",
                         cfg.target,
                         artifact,
