@@ -188,6 +188,39 @@ def test_jobs_2_runs_a_main_and_a_secondary_and_reports_their_findings_as_one(
     )
     # Progress from the first second: the seeds' line at once, afl-fuzz's a second after it starts,
     # although --interval is 30; and --seconds bounds the whole run, seeds included.
-    assert re.search(r"\[loader-under-test/aflpp\]\s+\d+s  seeds \d+ of \d+ run through the loader", log), log
+    assert re.search(r"\[loader-under-test/aflpp\]\s+[12]s  seeds \d+ of \d+ run through the loader", log), log
     assert re.search(r"\[loader-under-test/aflpp x2\]\s+\d+s  execs ", log), log
     assert took < 10 + 4, took  # afl-fuzz's grace and Python's start and stop
+
+
+_ACCEPTS_ALL = """\
+import os, struct, sys
+open(os.path.join(sys.argv[1], str(os.getpid())), "w").close()  # one file per harness process
+while True:
+    prefix = sys.stdin.buffer.read(4)
+    if len(prefix) < 4:
+        break
+    sys.stdin.buffer.read(struct.unpack("<I", prefix)[0])
+    sys.stdout.write("accept\\n")
+    sys.stdout.flush()
+"""
+
+
+@pytest.mark.slow
+def test_persistent_jobs_2_serves_the_campaign_with_two_harnesses_and_one_report(tmp_path: Path) -> None:
+    """A harness that accepts everything never dies: each job keeps its own for the whole campaign."""
+    pytest.importorskip("atheris", reason="the persistent engine is atheris over the harness")
+    script, pids = tmp_path / "accepts_all.py", tmp_path / "pids"
+    script.write_text(_ACCEPTS_ALL, encoding="utf-8")
+    pids.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    argv = [sys.executable, "-m", "validator", "fuzz", "loader-under-test", "--persistent", "--jobs", "2"]
+    argv += ["--loader-cmd", f"{sys.executable} {script} {pids}", "--seconds", "6", "--out", str(tmp_path / "out")]
+    done = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=90, check=False)
+    log = done.stdout + done.stderr
+    assert done.returncode == 1, log
+    assert len(list(pids.iterdir())) == 1 + 2, log  # the check before the campaign, then one per job
+    classes = {entry["category"] for entry in lut.read_findings(str(tmp_path / "out"))}
+    assert classes, log
+    assert all(c.startswith("accepts-invalid:") for c in classes), classes  # found by either job, one --out
+    assert re.search(r"problem classes \(reproducers in ", log), log

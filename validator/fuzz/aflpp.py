@@ -169,7 +169,7 @@ def _prepare_seeds(
     """Write the seeds afl-fuzz may start from; crashing and hanging ones are findings instead.
 
     Those not tried by ``deadline`` (half the campaign) are left out: --seconds
-    bounds the whole run.  A progress line comes at once and every --interval.
+    bounds the whole run.  A progress line comes a second in, then every --interval.
     """
     shutil.rmtree(folder, ignore_errors=True)
     os.makedirs(folder)
@@ -181,7 +181,8 @@ def _prepare_seeds(
             data = f.read()
         files[hashlib.sha1(data, usedforsecurity=False).hexdigest()[:16]] = data
     kept = tried = 0
-    start = last = time.monotonic()
+    start = time.monotonic()
+    last = start - config.interval_s + 1.0  # the first line a second in, then one every --interval
     for name, data in files.items():
         now = time.monotonic()
         if now > deadline and kept:
