@@ -118,6 +118,19 @@ def test_only_the_config_module_names_the_childs_variable() -> None:
         assert "STCHECK_FUZZ" not in path.read_text(encoding="utf-8"), path
 
 
+@pytest.mark.parametrize("flags", [["--engine", "aflpp"], ["--persistent"]])
+def test_a_loader_engine_on_stchecks_own_target_is_a_usage_error(
+    flags: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from validator.cli.main import main
+
+    assert main(["fuzz", "validate", *flags, "--seconds", "1"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err == "stcheck fuzz: --engine aflpp and --persistent fuzz a loader: use them with TARGET loader-under-test\n"
+    )
+
+
 # --- --jobs ---------------------------------------------------------------------------------------
 
 

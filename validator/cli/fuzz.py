@@ -61,11 +61,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="working corpus and artifacts, kept to share between runs (default: a folder of this run's "
         "own under ~/.cache/stcheck/fuzz, or under $XDG_CACHE_HOME, removed at the end)",
     )
-    p.add_argument(
-        "--regressions",
-        default=os.path.join("corpus", "regressions"),
-        help="where findings are saved (default corpus/regressions)",
-    )
+    regressions = os.path.join("corpus", "regressions")
+    p.add_argument("--regressions", default=regressions, help=f"where findings are saved (default {regressions})")
     p.add_argument(
         "--seeds", action="append", default=[], metavar="DIR", help="extra seed directory (default: corpus/ if present)"
     )
@@ -126,13 +123,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="MODULE:NAME",
         help="an exception that is a clean rejection (ValueError is); a command's traceback is matched by name",
     )
-    loader.add_argument(
-        "--reject-exit",
-        type=int,
-        default=REJECT_EXIT,
-        metavar="CODE",
-        help="--loader-cmd: the exit code that means 'rejected' (default 1)",
-    )
+    rejected = f"--loader-cmd: the exit code that means 'rejected' (default {REJECT_EXIT})"
+    loader.add_argument("--reject-exit", type=int, default=REJECT_EXIT, metavar="CODE", help=rejected)
     loader.add_argument(
         "--out",
         help="report and reproducers (default: a new folder under ~/.cache/stcheck/loader-findings/, "

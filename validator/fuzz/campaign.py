@@ -78,23 +78,32 @@ def options_problem(config: CampaignConfig) -> str | None:
     """Why the options do not fit together (before anything runs), or None."""
     spec = config.loader
     if config.target != LOADER_UNDER_TEST:
+        if config.engine != ATHERIS:
+            return f"--engine aflpp and --persistent fuzz a loader: use them with TARGET {LOADER_UNDER_TEST}"
         return None
     if spec is None or (spec.function is None) == (spec.command is None):
         return "loader-under-test needs exactly one of --loader MODULE:FUNCTION or --loader-cmd 'CMD {path}'"
     if config.engine == AFLPP:
-        if spec.command is None:
-            return "--engine aflpp fuzzes a binary: give --loader-cmd 'BIN @@' (built with afl-cc), not --persistent"
-        if "{path}" not in spec.command and "@@" not in shlex.split(spec.command):
-            return "--engine aflpp: --loader-cmd must name the input as @@ (or {path})"
+        problem = _aflpp_problem(config, spec.command)
+        if problem is not None:
+            return problem
     elif config.cmplog or not config.custom_mutator:
         return "--cmplog and --no-custom-mutator go with --engine aflpp"
     if config.engine == PERSISTENT and spec.command is None:
         return "--persistent goes with --loader-cmd 'HARNESS ARGS'"
     if config.engine == ATHERIS and spec.command is not None and "{path}" not in spec.command:
         return "--loader-cmd must contain {path}"
+    return _reject_problem(spec.reject_names)
+
+
+def _aflpp_problem(config: CampaignConfig, command: str | None) -> str | None:
+    if command is None:
+        return "--engine aflpp fuzzes a binary: give --loader-cmd 'BIN @@' (built with afl-cc), not --persistent"
+    if "{path}" not in command and "@@" not in shlex.split(command):
+        return "--engine aflpp: --loader-cmd must name the input as @@ (or {path})"
     if config.cmplog and not os.path.isfile(config.cmplog):
         return f"--cmplog {escape_path(config.cmplog)}: no such file"
-    return _reject_problem(spec.reject_names)
+    return None
 
 
 def _reject_problem(names: tuple[str, ...]) -> str | None:
