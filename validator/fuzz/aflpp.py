@@ -460,7 +460,7 @@ def run(config: CampaignConfig, out: Callable[[str], None] = print) -> Summary:
     ]
     if jobs == 1:
         nodes = [os.path.join(afl_out, "default")]
-    logs = [os.path.join(base, f"afl-fuzz-{i}.log") for i in range(jobs)]
+    logs = [os.path.join(base, "afl-fuzz.log" if i == 0 else f"afl-fuzz-sec-{i}.log") for i in range(jobs)]
     if jobs > 1:
         out(f"[loader-under-test/{ENGINE}] {jobs} afl-fuzz instances (-M {_MAIN}, -S sec-1..) sharing one queue")
     _watch(argvs, config, judge=judge, nodes=nodes, logs=logs, start=start, out=out)
