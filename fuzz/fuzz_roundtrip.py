@@ -17,7 +17,7 @@ def main() -> None:
     from validator.fuzz._uninstrumented import instrumented_import
 
     instrumented_import(atheris, "validator.fuzz.targets")
-    from validator.fuzz.harness import fuzz
+    from validator.fuzz.inprocess import fuzz
 
     fuzz(TARGET, sys.argv)
 

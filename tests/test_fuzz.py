@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 
 import validator
-from validator.cli import fuzz as _cmd_fuzz
 from validator.cli import main as _cli
-from validator.fuzz import harness as _fuzz_main
+from validator.fuzz import inprocess as _fuzz_main
 from validator.fuzz import loader_under_test as _fuzz_yours
 from validator.fuzz import mutator
 from validator.fuzz import supervisor as _fuzz_runner
 from validator.fuzz import targets as _fuzz_targets
+from validator.fuzz.config import CampaignConfig
 from validator.fuzz.mutator import byte_mutate, mutate
 from validator.fuzz.seeds import build, dictionary_text, seed_files
 from validator.fuzz.targets import TARGETS, InvariantError
@@ -34,7 +34,7 @@ SEEDS = FUZZ / "seeds"
 CORPUS = ROOT / "corpus"
 REGRESSIONS = CORPUS / "regressions"
 HAS_ATHERIS = importlib.util.find_spec("atheris") is not None
-HAS_STRATEGIES = _cmd_fuzz._has_strategies()
+HAS_STRATEGIES = _fuzz_runner.has_strategies()
 NAIVE = "fuzz.examples.naive_loader:load"
 
 
@@ -417,7 +417,7 @@ def test_minimise_keeps_the_failure_and_shrinks():
 
 def test_a_finding_is_saved_with_its_reproducer(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    config = _fuzz_runner.Config(target="validate", seconds=1, workdir="out", regressions="reg", minimise_s=1)
+    config = CampaignConfig(target="validate", seconds=1, workdir="out", regressions="reg", minimise_s=1)
     campaign = _fuzz_runner._Campaign(config, out=lambda s: None)
     artifact = tmp_path / "crash-abc"
     artifact.write_bytes(b"\x00" * 9)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import pytest
 
-from validator.cli import fuzz as cli_fuzz
 from validator.fuzz import loader_under_test as lut
+from validator.fuzz.config import CampaignConfig, LoaderSpec
+from validator.fuzz.report import loader_report
 from validator.fuzz.seeds import seed_files
 
 ONE_F32 = seed_files()["y_one_f32.safetensors"]
@@ -39,9 +39,10 @@ def test_two_causes_in_one_class_each_keep_a_reproducer_and_a_count(
         f"test_fuzz_causes.py:{line + 4} (_two_keyerrors)": (3, b"ab"),
         f"test_fuzz_causes.py:{line + 5} (_two_keyerrors)": (2, ONE_F32),
     }
-    args = argparse.Namespace(loader="mine:load", loader_cmd=None, engine="atheris", persistent=False, timeout=10)
-    assert cli_fuzz._print_loader_report(str(out), args) == 1
-    report = capsys.readouterr().out
+    config = CampaignConfig("loader-under-test", loader=LoaderSpec(function="mine:load", out_dir=str(out)))
+    lines, classes = loader_report(config)
+    assert classes == 1
+    report = "\n".join(lines) + "\n"
     assert "      2 causes, most seen first:\n" in report
     assert f"     3x  test_fuzz_causes.py:{line + 4} (_two_keyerrors)  " in report
     assert f"     2x  test_fuzz_causes.py:{line + 5} (_two_keyerrors)  " in report

@@ -53,6 +53,7 @@ COMMANDS: dict[str, str] = {
     "aflpp": (
         "loader-under-test --engine aflpp --loader-cmd '{H}/planted-afl @@' --cmplog {H}/planted-cmplog --seconds 8"
     ),
+    "aflpp-jobs": "loader-under-test --engine aflpp --jobs 2 --loader-cmd '{H}/harness-afl @@' --seconds 8",
     "aflpp-replay": "loader-under-test --engine aflpp --loader-cmd '{H}/planted-afl @@' --replay {OUT}",
     "own-target": "validate --seconds 2 --interval 1",
     "all-targets": "all --seconds 2 --jobs 2 --interval 2",
@@ -244,6 +245,19 @@ def test_engine_aflpp_with_cmplog_then_its_replay(tmp_path: Path, built: Path) -
     replay = _stcheck("aflpp-replay", tmp_path, H=str(built), OUT=out)
     assert replay.returncode == 1, replay.stdout + replay.stderr
     assert ": accepts-invalid:" in replay.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(NO_AFL, reason=AFL_REASON)
+def test_engine_aflpp_with_two_instances(tmp_path: Path, built: Path) -> None:
+    start = time.monotonic()
+    done = _stcheck("aflpp-jobs", tmp_path, H=str(built), timeout=90)
+    took = time.monotonic() - start
+    assert took < 8 + 4, f"{took:.1f}s for --seconds 8"
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "2 afl-fuzz instances (-M main, -S sec-1..) sharing one queue" in done.stdout
+    assert re.search(r"afl-fuzz: \d+ execs at [\d.]+/s over \d+s \(2 instances\)", done.stdout), done.stdout
+    assert "accepts-invalid:buffer-trailing-bytes" in _classes(done.stdout), done.stdout
 
 
 @pytest.mark.slow

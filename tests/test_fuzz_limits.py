@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from validator.cli import fuzz as cli_fuzz
 from validator.cli.main import main
 from validator.fuzz import loader_under_test as lut
+from validator.fuzz.engine import Summary
+from validator.fuzz.report import summary_lines
 from validator.fuzz.seeds import seed_files
-from validator.fuzz.supervisor import Summary
 
 ROOT = Path(__file__).resolve().parent.parent
 NAIVE = "fuzz.examples.naive_loader:load"
@@ -44,8 +44,7 @@ def _fuzz(tmp_path: Path, *args: str, timeout: float = 90) -> subprocess.Complet
     [("oracle coverage", "oracle coverage 862,"), ("loader edges", "loader edges 862,")],
 )
 def test_the_summary_names_whose_coverage_it_counts(capsys: pytest.CaptureFixture[str], label: str, line: str) -> None:
-    cli_fuzz._print_summary(Summary(target="loader-under-test", seconds=1, execs=5, coverage=862, coverage_label=label))
-    out = capsys.readouterr().out
+    out = "\n".join(summary_lines(Summary("loader-under-test", seconds=1, execs=5, coverage=862, coverage_label=label)))
     assert line in out
     assert " cov " not in out
 

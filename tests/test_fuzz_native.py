@@ -22,6 +22,7 @@ from tests._scripts import load_script
 from validator.fuzz import aflpp
 from validator.fuzz import loader_under_test as lut
 from validator.fuzz.aflpp import afl_argv, judge_command
+from validator.fuzz.config import CampaignConfig, LoaderSpec
 from validator.fuzz.export import export
 from validator.fuzz.persistent import Answer, ProtocolError, Session, frame, parse_answer
 from validator.fuzz.seeds import dictionary_text, seed_files
@@ -407,15 +408,14 @@ def test_aflpp_finds_the_planted_layout_that_the_atheris_engine_does_not(tmp_pat
 
 
 def test_afl_environment_binds_a_core_and_uses_a_ramdisk(tmp_path: Path) -> None:
-    config = aflpp.AflConfig(command="bin @@", seconds=1, out_dir=str(tmp_path / "out"), workdir=str(tmp_path))
+    config = CampaignConfig(
+        "loader-under-test", seconds=1, engine="aflpp", workdir=str(tmp_path), loader=LoaderSpec(command="bin @@")
+    )
     env = aflpp._env(config, "/dev/shm/x")
     assert env["AFL_TMPDIR"] == "/dev/shm/x"
     assert env["AFL_TRY_AFFINITY"] == "1"
     assert "AFL_NO_AFFINITY" not in env
-    mine = aflpp.AflConfig(
-        command="bin @@", seconds=1, out_dir=str(tmp_path / "out"), workdir=str(tmp_path), env={"AFL_NO_AFFINITY": "1"}
-    )
-    assert "AFL_TRY_AFFINITY" not in aflpp._env(mine)
+    assert "AFL_TRY_AFFINITY" not in aflpp._env(config, base={**os.environ, "AFL_NO_AFFINITY": "1"})
     folder = aflpp._ramdisk_folder()
     if folder is not None:  # a machine with a writable /dev/shm
         assert folder.startswith("/dev/shm/stcheck-afl-")

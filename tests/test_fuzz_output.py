@@ -99,8 +99,8 @@ def test_a_misspelt_option_is_a_usage_error_with_a_guess(capsys: pytest.CaptureF
 
 
 HOSTILE = """\
-import os, struct, sys
-out = os.environ["STCHECK_FUZZ_LOADER_OUT"]
+import json, os, struct, sys
+out = json.loads(os.environ["STCHECK_FUZZ_CONFIG"])["loader"]["out_dir"]
 outside = sys.argv[1]
 while True:
     prefix = sys.stdin.buffer.read(4)

@@ -18,6 +18,7 @@ from validator.cli.main import main
 from validator.conformance import adapter
 from validator.fuzz import loader_under_test as yours
 from validator.fuzz import supervisor
+from validator.fuzz.config import CampaignConfig, LoaderSpec, build_loader
 from validator.fuzz.seeds import seed_files
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -182,11 +183,11 @@ def test_conformance_impl_applies_the_same_rule(tmp_path, capsys, monkeypatch):
 
 def _fake_campaign(monkeypatch, found_by_engine=()):
     """Replace the engine: record ``found_by_engine`` into --out, as the target would."""
-    seen: list[supervisor.Config] = []
+    seen: list[CampaignConfig] = []
 
     def fake_run(config, out=print):
         seen.append(config)
-        out_dir = config.env[yours.ENV_OUT]
+        out_dir = config.loader.out_dir
         for category, data in found_by_engine:
             yours.record(out_dir, category, "detail", data)
         return supervisor.Summary(target=config.target, seconds=1.0, execs=10, found=len(found_by_engine))
@@ -199,11 +200,11 @@ def _fake_campaign(monkeypatch, found_by_engine=()):
 def test_progress_counts_the_loaders_problem_classes_as_they_are_found(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     out_dir = tmp_path / "findings"
-    config = supervisor.Config(
+    config = CampaignConfig(
         target="loader-under-test",
         seconds=1,
         workdir=str(tmp_path / "work"),
-        env={yours.ENV_OUT: str(out_dir)},
+        loader=LoaderSpec(function="x:y", out_dir=str(out_dir)),
     )
     campaign = supervisor._Campaign(config, out=lambda _s: None)
     assert campaign.progress().endswith("findings 0")
@@ -273,14 +274,14 @@ def test_the_default_output_stays_out_of_the_users_project(tmp_path, capsys, mon
     [config] = seen
     assert Path(config.workdir).parent == cache / "stcheck" / "fuzz"  # this run's own, under the cache
     assert not Path(config.workdir).exists()  # and removed at its end
-    out_dir = Path(config.env[yours.ENV_OUT])
+    out_dir = Path(config.loader.out_dir)
     assert out_dir.parent == cache / "stcheck" / "loader-findings"
     assert f"problem classes (reproducers in {out_dir})" in out
     assert str(project / "corpus") not in config.seed_dirs  # the user's corpus/ is not read as seeds
     # A second run gets a fresh folder: no "holds problem reports of an earlier run".
     code, _, err = _fuzz(capsys, "--loader", NAIVE, "--seconds", "1")
     assert code == 1, err
-    assert Path(seen[1].env[yours.ENV_OUT]) != out_dir
+    assert Path(seen[1].loader.out_dir) != out_dir
     assert seen[1].workdir != config.workdir
 
 
@@ -301,9 +302,8 @@ def test_the_example_loader_speaks_to_users():
 def test_reject_exit_reaches_a_fuzzed_command(tmp_path, monkeypatch):
     script = tmp_path / "code3.py"
     script.write_text("import sys\nsys.exit(3)\n", encoding="utf-8")
-    monkeypatch.setenv(yours.ENV_LOADER_CMD, f"{sys.executable} {script} {{path}}")
-    monkeypatch.setenv(yours.ENV_REJECT_EXIT, "3")
-    loader = yours.from_env()
+    spec = LoaderSpec(command=f"{sys.executable} {script} {{path}}", reject_exit=3)
+    loader = build_loader(CampaignConfig.from_json(CampaignConfig("loader-under-test", loader=spec).to_json()))
     assert loader.reject_exit == 3
     assert yours.classify(loader, seed_files()["n_too_small.safetensors"]) == []
 
@@ -326,7 +326,7 @@ def test_seconds_is_a_limit_even_while_the_engine_loads_seeds(tmp_path, monkeypa
     # libFuzzer's -max_total_time is not checked while it runs the seeds; a
     # command loader at a few inputs per second then ran minutes past --seconds.
     monkeypatch.setattr(supervisor, "BOOT", "import time\ntime.sleep(120)\n")
-    config = supervisor.Config(target="validate", seconds=2, workdir=str(tmp_path / "w"), interval_s=0.5, grace_s=1.0)
+    config = CampaignConfig(target="validate", seconds=2, workdir=str(tmp_path / "w"), interval_s=0.5, grace_s=1.0)
     lines: list[str] = []
     start = time.monotonic()
     summary = supervisor.run(config, out=lines.append)
@@ -339,7 +339,7 @@ def test_problems_found_before_the_first_progress_line_are_reported(tmp_path, ca
     monkeypatch.chdir(ROOT)
 
     def stopped_while_seeding(config, out=print):
-        yours.record(config.env[yours.ENV_OUT], "crash:KeyError", "KeyError: 'data_offsets'", b"k")
+        yours.record(config.loader.out_dir, "crash:KeyError", "KeyError: 'data_offsets'", b"k")
         return supervisor.Summary(target=config.target, seconds=20.0, execs=0, found=1)
 
     monkeypatch.setattr(supervisor, "atheris_available", lambda: True)

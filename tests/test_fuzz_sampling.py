@@ -12,7 +12,7 @@ import pytest
 
 import validator
 from validator._rules import Profile
-from validator.fuzz import harness as _fuzz_main
+from validator.fuzz import inprocess as _fuzz_main
 from validator.fuzz import mutator
 from validator.fuzz import targets as _fuzz_targets
 from validator.fuzz.mutator import mutate

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from validator.fuzz import harness
+from validator.fuzz import inprocess
 from validator.fuzz._uninstrumented import NOT_INSTRUMENTED, NOT_INSTRUMENTED_FOR_LOADERS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -18,7 +18,7 @@ def test_the_list_is_written_once_and_every_entry_point_uses_it() -> None:
     assert not entry_points, entry_points  # each goes through instrumented_import instead
     uses = [p.name for p in ROOT.glob("fuzz/fuzz_*.py") if "instrumented_import(atheris" in p.read_text()]
     assert len(uses) >= 5, uses
-    assert "instrumented_import(atheris" in harness.BOOT
+    assert "instrumented_import(atheris" in inprocess.BOOT
 
 
 def test_the_lists_name_modules_that_exist() -> None:

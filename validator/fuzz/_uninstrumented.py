@@ -1,6 +1,6 @@
 # Strategy: the one list of stcheck's modules that atheris does not
 # coverage-instrument, and the one function that imports the package under
-# atheris' hook, for the engine's child (harness.BOOT) and for the OSS-Fuzz
+# atheris' hook, for the engine's child (inprocess.BOOT) and for the OSS-Fuzz
 # entry points (fuzz/fuzz_*.py) alike.  The engine's own machinery (the
 # mutator, the runner, the targets' invariant checks, the loader's runner)
 # says nothing about the code under test, and tracing it cost a quarter of
@@ -18,13 +18,19 @@ __all__ = ["NOT_INSTRUMENTED", "NOT_INSTRUMENTED_FOR_LOADERS", "instrumented_imp
 NOT_INSTRUMENTED: Final = (
     "validator.fuzz._uninstrumented",
     "validator.fuzz._child",
-    "validator.fuzz.harness",
+    "validator.fuzz.config",
+    "validator.fuzz.engine",
+    "validator.fuzz.campaign",
+    "validator.fuzz.report",
+    "validator.fuzz.aflpp",
+    "validator.fuzz.inprocess",
     "validator.fuzz.mutator",
     "validator.fuzz.supervisor",
     "validator.fuzz.seeds",
     "validator.fuzz.targets",
     "validator.fuzz.loader_under_test",  # the loader's runner: its branches are not the oracle's
     "validator.fuzz.persistent",
+    "validator.fuzz.persistent_engine",
     "validator.harness.command",
     "validator.harness.rejection",
     "validator.cli.fuzz",

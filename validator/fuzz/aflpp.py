@@ -19,12 +19,11 @@
 # a minute and at the end), the final figures from fuzzer_stats:
 # execs_done, execs_per_sec, edges_found and bitmap_cvg, the coverage of
 # the loader itself.
-# ruff: noqa: PTH100, PTH103, PTH112, PTH113, PTH118, PTH123, PTH206, PTH208
+# ruff: noqa: PTH100, PTH103, PTH119, PTH112, PTH113, PTH118, PTH123, PTH206, PTH208
 # Paths: os.path and open(), like the rest of the package.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hashlib
 import os
 import re
@@ -38,17 +37,20 @@ from typing import TYPE_CHECKING, Final
 
 from validator.fuzz import loader_under_test as _fuzz_yours
 from validator.fuzz._child import child_env
+from validator.fuzz.config import AFL_INPUT, CampaignConfig, build_loader, replay_argv
+from validator.fuzz.engine import EngineError, Missing, Problem, Summary, children_cpu, replay_paths
 from validator.fuzz.seeds import dictionary_text, seed_files
-from validator.fuzz.supervisor import Summary, replay_paths
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
 __all__ = [
     "INSTALL_HINT",
-    "AflConfig",
+    "AflError",
     "afl_argv",
     "afl_fuzz",
+    "judge_command",
+    "problem",
     "read_stats",
     "run",
 ]
@@ -58,31 +60,14 @@ INSTALL_HINT: Final = (
     "install AFL++ (Debian/Ubuntu: apt-get install afl++; elsewhere: https://github.com/AFLplusplus/AFLplusplus)"
 )
 MUTATOR_MODULE: Final = "validator.fuzz.afl_mutator"
-_INPUT: Final = "@@"
+_INPUT: Final = AFL_INPUT
+_MAIN: Final = "main"  # the -M instance's folder name; the -S ones are sec-1, sec-2, ...
 _STOP_GRACE_S: Final = 10.0
+_GRACE_S: Final = 2.0  # past --seconds: afl-fuzz's -V has a whole-second granularity
 _MIN_REPORT_S: Final = 5  # afl-fuzz's stats of a shorter run are its start-up's
 _SIDE: Final = ("README.txt",)
 _ABORT: Final = re.compile(r"PROGRAM ABORT : (?:\x1b\[[0-9;]*m)*(.*)")
 _ANSI: Final = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\(B")
-
-
-@dataclasses.dataclass
-class AflConfig:
-    """One AFL++ campaign over a loader binary."""
-
-    command: str  # 'BIN @@' or 'BIN {path}'
-    seconds: float
-    workdir: str
-    out_dir: str  # the problem classes and reproducers
-    seed_dirs: tuple[str, ...] = ()
-    timeout_s: float = 10.0  # per input, for afl-fuzz (-t) and for the judge's replay
-    interval_s: float = 10.0
-    custom_mutator: bool = True
-    cmplog: str | None = None  # the loader built with AFL_LLVM_CMPLOG=1 (afl-fuzz -c)
-    reject_exit: int = 1
-    reject_names: tuple[str, ...] = ()
-    env: Mapping[str, str] = dataclasses.field(default_factory=dict)
-    grace_s: float = 2.0
 
 
 def afl_fuzz() -> str | None:
@@ -97,7 +82,12 @@ def afl_argv(command: str) -> list[str]:
 
 def judge_command(command: str) -> str:
     """The loader's command for the judge's replays: ``@@`` written ``{path}``."""
-    return " ".join("{path}" if word == _INPUT else shlex.quote(word) for word in afl_argv(command))
+    return replay_argv(" ".join(shlex.quote(word) for word in afl_argv(command)))
+
+
+def problem(config: CampaignConfig) -> Problem | None:  # noqa: ARG001 - the engine interface
+    """Why AFL++ cannot run a campaign: afl-fuzz is not on PATH (the options are checked before)."""
+    return Missing(f"--engine aflpp: afl-fuzz is not on PATH; {INSTALL_HINT}") if afl_fuzz() is None else None
 
 
 def read_stats(path: str) -> dict[str, str]:
@@ -124,20 +114,15 @@ def _int(value: str | None) -> int:
 class _Judge:
     """Replays AFL++'s files through the loader binary and records what the oracle says."""
 
-    def __init__(self, config: AflConfig) -> None:
-        self.config = config
-        self.loader = _fuzz_yours.LoaderUnderTest(
-            command=judge_command(config.command),
-            timeout_s=config.timeout_s,
-            reject_exit=config.reject_exit,
-            reject_names=config.reject_names,
-        )
+    def __init__(self, config: CampaignConfig) -> None:
+        self.out_dir = config.loader.out_dir if config.loader is not None else ""
+        self.loader = build_loader(config)
         self.seen: set[str] = set()  # AFL++'s files already looked at
         self.digests: set[bytes] = set()  # inputs already judged (a seed is also a queue entry)
         self.judged = 0
 
     def where(self, category: str) -> str:
-        return _fuzz_yours.reproducer_path(self.config.out_dir, category)
+        return _fuzz_yours.reproducer_path(self.out_dir, category)
 
     def judge(self, data: bytes, afl_kind: str = "") -> list[tuple[str, str]]:
         """Classify one input and record its problems; ``afl_kind`` is 'crash' or 'hang' for AFL++'s own."""
@@ -153,7 +138,7 @@ class _Judge:
             found.append((f"{afl_kind}:not-reproduced" if afl_kind == "crash" else "hang", "afl-fuzz: " + afl_kind))
         for category, detail in found:
             cause = _fuzz_yours.cause_of(category, detail, outcome)
-            _fuzz_yours.record(self.config.out_dir, category, detail, data, cause=cause)
+            _fuzz_yours.record(self.out_dir, category, detail, data, cause=cause)
         return found
 
     def sweep(self, folder: str, afl_kind: str = "", until: float = float("inf")) -> int:
@@ -178,10 +163,13 @@ class _Judge:
         return left
 
 
-def _prepare_seeds(config: AflConfig, judge: _Judge, folder: str, deadline: float) -> int:
+def _prepare_seeds(
+    config: CampaignConfig, judge: _Judge, folder: str, deadline: float, out: Callable[[str], None]
+) -> int:
     """Write the seeds afl-fuzz may start from; crashing and hanging ones are findings instead.
 
-    Those not tried by ``deadline`` (half the campaign) are left out: --seconds bounds the whole run.
+    Those not tried by ``deadline`` (half the campaign) are left out: --seconds
+    bounds the whole run.  A progress line comes a second in, then every --interval.
     """
     shutil.rmtree(folder, ignore_errors=True)
     os.makedirs(folder)
@@ -192,10 +180,17 @@ def _prepare_seeds(config: AflConfig, judge: _Judge, folder: str, deadline: floa
         with open(path, "rb") as f:
             data = f.read()
         files[hashlib.sha1(data, usedforsecurity=False).hexdigest()[:16]] = data
-    kept = 0
+    kept = tried = 0
+    start = time.monotonic()
+    last = start - config.interval_s + 1.0  # the first line a second in, then one every --interval
     for name, data in files.items():
-        if time.monotonic() > deadline and kept:
+        now = time.monotonic()
+        if now > deadline and kept:
             break
+        if now - last >= config.interval_s:
+            last = now
+            out(_seed_progress(now - start, tried, len(files), judge))
+        tried += 1
         # Judged now (one process each, the oracle beside it): the seed's
         # queue entry is then not judged again, and a crashing or hanging
         # seed stays out of afl-fuzz's folder.
@@ -204,7 +199,15 @@ def _prepare_seeds(config: AflConfig, judge: _Judge, folder: str, deadline: floa
         with open(os.path.join(folder, name), "wb") as f:
             f.write(data)
         kept += 1
+    out(_seed_progress(time.monotonic() - start, tried, len(files), judge))
     return kept
+
+
+def _seed_progress(elapsed: float, tried: int, total: int, judge: _Judge) -> str:
+    return (
+        f"[loader-under-test/{ENGINE}] {elapsed:5.0f}s  seeds {tried} of {total} run through the loader  "
+        f"findings {_fuzz_yours.count_findings(judge.out_dir)}"
+    )
 
 
 _RAMDISK: Final = "/dev/shm"  # noqa: S108 - a private folder made inside it, removed after
@@ -228,8 +231,9 @@ def _ramdisk_folder() -> str | None:
         return None
 
 
-def _env(config: AflConfig, tmpdir: str | None = None) -> dict[str, str]:
-    env = dict(os.environ)
+def _env(config: CampaignConfig, tmpdir: str | None = None, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ if base is None else base)
+    user: dict[str, str] = {key: env[key] for key in ("AFL_NO_AFFINITY", "AFL_TRY_AFFINITY") if key in env}
     if tmpdir is not None:
         env["AFL_TMPDIR"] = tmpdir
     env.update(
@@ -243,17 +247,18 @@ def _env(config: AflConfig, tmpdir: str | None = None) -> dict[str, str]:
     )
     if config.custom_mutator:
         env = child_env({"AFL_PYTHON_MODULE": MUTATOR_MODULE}, env)
-    env.update(config.env)
+    env.update(user)
     if "AFL_NO_AFFINITY" not in env:
         # One core for afl-fuzz and the loader: a wake-up across cores costs
         # more than the loader's run in a VM (the naive loader: 7,800-8,500
         # executions a second unbound, 17,700-19,700 bound, back to back);
-        # "TRY" goes on unbound where no core is free.
+        # "TRY" goes on unbound where no core is free.  Each instance of
+        # --jobs binds a core of its own.
         env.setdefault("AFL_TRY_AFFINITY", "1")
     return env
 
 
-class AflError(Exception):
+class AflError(EngineError):
     """afl-fuzz could not run the campaign (one line, for people)."""
 
 
@@ -277,69 +282,91 @@ def _count(folder: str) -> int:
         return 0
 
 
-def _progress(config: AflConfig, start: float, node: str, judge: _Judge) -> str:
+def _nodes(afl_out: str, jobs: int) -> list[str]:
+    """The instances' folders: the main one first, then the secondaries."""
+    return [os.path.join(afl_out, _MAIN if i == 0 else f"sec-{i}") for i in range(jobs)]
+
+
+def _progress(start: float, nodes: list[str], judge: _Judge) -> str:
     """One progress line.  afl-fuzz rewrites fuzzer_stats only once a minute
     (and plot_data not at all without its screen), so the counts come from
     its folders, and executions from the last stats it wrote."""
     elapsed = time.monotonic() - start
-    stats = read_stats(os.path.join(node, "fuzzer_stats"))
-    run_time = _int(stats.get("run_time"))
+    stats = [read_stats(os.path.join(node, "fuzzer_stats")) for node in nodes]
+    run_time = min((_int(s.get("run_time")) for s in stats), default=0)
     # The first stats are written after the seeds' dry run, a second in: a
     # rate from them is meaningless (165 executions in 1 ms), so none is shown
     # until afl-fuzz's first whole-minute report.
     execs = (
-        f"execs {stats.get('execs_done', '-')} by {run_time}s ({stats.get('execs_per_sec', '-')}/s)"
-        if run_time >= _MIN_REPORT_S
+        f"execs {sum(_int(s.get('execs_done')) for s in stats)} by {run_time}s "
+        f"({sum(float(s.get('execs_per_sec') or 0) for s in stats):.0f}/s)"
+        if run_time >= _MIN_REPORT_S and all(stats)
         else "execs - (afl-fuzz reports them once a minute)"
     )
+    edges = max((_int(s.get("edges_found")) for s in stats if s), default=None)
+    jobs = f" x{len(nodes)}" if len(nodes) > 1 else ""
     return (
-        f"[loader-under-test/{ENGINE}] {elapsed:5.0f}s  {execs}  loader edges {stats.get('edges_found', '-')}  "
-        f"corpus {_count(os.path.join(node, 'queue'))}  crashes {_count(os.path.join(node, 'crashes'))}  "
-        f"hangs {_count(os.path.join(node, 'hangs'))}  judged {judge.judged}  "
-        f"findings {_fuzz_yours.count_findings(config.out_dir)}"
+        f"[loader-under-test/{ENGINE}{jobs}] {elapsed:5.0f}s  {execs}  loader edges {'-' if edges is None else edges}  "
+        f"corpus {_count(os.path.join(nodes[0], 'queue'))}  "
+        f"crashes {sum(_count(os.path.join(node, 'crashes')) for node in nodes)}  "
+        f"hangs {sum(_count(os.path.join(node, 'hangs')) for node in nodes)}  judged {judge.judged}  "
+        f"findings {_fuzz_yours.count_findings(judge.out_dir)}"
     )
 
 
-def _sweep_all(judge: _Judge, node: str, until: float) -> int:
-    """Judge AFL++'s new crashes, hangs and queue entries until ``until``; how many were left."""
+def _sweep_all(judge: _Judge, nodes: list[str], until: float) -> int:
+    """Judge AFL++'s new crashes, hangs and queue entries until ``until``; how many were left.
+
+    Each instance's queue also holds the entries it synced from the others:
+    the judge knows them by their bytes and runs each once.
+    """
     kinds = (("crashes", "crash"), ("hangs", "hang"), ("queue", ""))
-    return sum(judge.sweep(os.path.join(node, folder), kind, until) for folder, kind in kinds)
+    return sum(judge.sweep(os.path.join(node, folder), kind, until) for node in nodes for folder, kind in kinds)
 
 
 def _watch(
-    argv: list[str],
-    config: AflConfig,
+    argvs: list[list[str]],
+    config: CampaignConfig,
     *,
     judge: _Judge,
-    node: str,
-    log_path: str,
+    nodes: list[str],
+    logs: list[str],
     start: float,
     out: Callable[[str], None],
 ) -> None:
-    """Run afl-fuzz to its end (or the deadline), judging its new files as they come."""
-    tmpdir = _ramdisk_folder()
+    """Run the afl-fuzz instances to their end (or the deadline), judging their new files as they come."""
+    tmpdirs = [_ramdisk_folder() for _ in argvs]
+    procs: list[subprocess.Popen[bytes]] = []
     try:
-        with open(log_path, "wb") as log:
-            proc = subprocess.Popen(  # noqa: S603 - afl-fuzz over the user's own binary
-                argv, stdout=log, stderr=subprocess.STDOUT, env=_env(config, tmpdir), start_new_session=True
-            )
-            try:
-                last = time.monotonic()
-                deadline = start + config.seconds + config.grace_s
-                while proc.poll() is None:
-                    time.sleep(0.5)
-                    if time.monotonic() - last >= config.interval_s:
-                        last = time.monotonic()
-                        _sweep_all(judge, node, deadline)
-                        out(_progress(config, start, node, judge))
-                    if time.monotonic() > deadline:
+        for argv, log_path, tmpdir in zip(argvs, logs, tmpdirs, strict=True):
+            with open(log_path, "wb") as log:
+                procs.append(
+                    subprocess.Popen(  # noqa: S603 - afl-fuzz over the user's own binary
+                        argv, stdout=log, stderr=subprocess.STDOUT, env=_env(config, tmpdir), start_new_session=True
+                    )
+                )
+        try:
+            # The first line a second in, then one every --interval: afl-fuzz itself is silent for a while.
+            last = time.monotonic() - config.interval_s + 1.0
+            deadline = start + config.seconds + _GRACE_S
+            while any(proc.poll() is None for proc in procs):
+                time.sleep(0.5)
+                if time.monotonic() - last >= config.interval_s:
+                    last = time.monotonic()
+                    _sweep_all(judge, nodes, deadline)
+                    out(_progress(start, nodes, judge))
+                if time.monotonic() > deadline:
+                    for proc in procs:
                         _stop(proc, signal.SIGINT)  # afl-fuzz writes its stats on SIGINT
-            finally:
+        finally:
+            for proc in procs:
                 _stop(proc, signal.SIGKILL)
     finally:
-        _reap([os.path.join(folder, ".cur_input") for folder in (node, tmpdir) if folder is not None])
-        if tmpdir is not None:
-            shutil.rmtree(tmpdir, ignore_errors=True)
+        folders = [folder for folder in (*nodes, *tmpdirs) if folder is not None]
+        _reap([os.path.join(folder, ".cur_input") for folder in folders])
+        for tmpdir in tmpdirs:
+            if tmpdir is not None:
+                shutil.rmtree(tmpdir, ignore_errors=True)
 
 
 def _reap(inputs: list[str]) -> int:
@@ -382,8 +409,9 @@ def _stop(proc: subprocess.Popen[bytes], sig: int) -> None:
         proc.wait()
 
 
-def run(config: AflConfig, out: Callable[[str], None] = print) -> Summary:
-    """Run one AFL++ campaign; judge its queue, crashes and hangs; return the summary.
+def run(config: CampaignConfig, out: Callable[[str], None] = print) -> Summary:
+    """Run one AFL++ campaign of --jobs instances (one -M, the rest -S, sharing one output
+    folder and so one queue); judge their queues, crashes and hangs; return the summary.
 
     Raises AflError when afl-fuzz is missing or stops before fuzzing.
     """
@@ -391,9 +419,9 @@ def run(config: AflConfig, out: Callable[[str], None] = print) -> Summary:
     if binary is None:
         msg = f"afl-fuzz is not on PATH: {INSTALL_HINT}"
         raise AflError(msg)
-    import resource  # noqa: PLC0415 - POSIX only, and only here
-
-    cpu_before = sum(resource.getrusage(resource.RUSAGE_CHILDREN)[:2])
+    assert config.loader is not None
+    command = config.loader.command or ""
+    cpu_before = children_cpu()
     base = os.path.abspath(os.path.join(config.workdir, "aflpp"))
     in_dir, afl_out = os.path.join(base, "in"), os.path.join(base, "out")
     os.makedirs(base, exist_ok=True)
@@ -403,51 +431,63 @@ def run(config: AflConfig, out: Callable[[str], None] = print) -> Summary:
         f.write(dictionary_text())
     judge = _Judge(config)
     start = time.monotonic()
+    jobs = max(1, config.jobs)
     out(f"[loader-under-test/{ENGINE}] running the seeds through the loader before afl-fuzz starts")
-    if _prepare_seeds(config, judge, in_dir, start + config.seconds / 2) == 0:
+    if _prepare_seeds(config, judge, in_dir, start + config.seconds / 2, out) == 0:
         msg = "every seed crashes or hangs the loader: nothing left for afl-fuzz to start from"
         raise AflError(msg)
-    judge.loader.timeout_s = config.timeout_s
     seconds = max(1, int(config.seconds - (time.monotonic() - start)))
-    argv = [
-        binary,
-        "-i",
-        in_dir,
-        "-o",
-        afl_out,
-        "-x",
-        dict_path,
-        "-t",
-        str(max(1, int(config.timeout_s * 1000))),
-        "-V",
-        str(seconds),
-        *(["-c", config.cmplog] if config.cmplog else []),
-        "--",
-        *afl_argv(config.command),
+    nodes = _nodes(afl_out, jobs)
+    argvs = [
+        [
+            binary,
+            *(["-M" if i == 0 else "-S", os.path.basename(node)] if jobs > 1 else []),
+            "-i",
+            in_dir,
+            "-o",
+            afl_out,
+            "-x",
+            dict_path,
+            "-t",
+            str(max(1, int(config.timeout_s * 1000))),
+            "-V",
+            str(seconds),
+            *(["-c", config.cmplog] if config.cmplog and i == 0 else []),  # one CmpLog instance is enough
+            "--",
+            *afl_argv(command),
+        ]
+        for i, node in enumerate(nodes)
     ]
-    log_path = os.path.join(base, "afl-fuzz.log")
-    node = os.path.join(afl_out, "default")
-    _watch(argv, config, judge=judge, node=node, log_path=log_path, start=start, out=out)
-    stats = read_stats(os.path.join(node, "fuzzer_stats"))
-    if not stats:
-        raise AflError(_abort_reason(log_path))
-    left = _sweep_all(judge, node, start + config.seconds + config.grace_s)
-    out(_progress(config, start, node, judge))
+    if jobs == 1:
+        nodes = [os.path.join(afl_out, "default")]
+    logs = [os.path.join(base, "afl-fuzz.log" if i == 0 else f"afl-fuzz-sec-{i}.log") for i in range(jobs)]
+    if jobs > 1:
+        out(f"[loader-under-test/{ENGINE}] {jobs} afl-fuzz instances (-M {_MAIN}, -S sec-1..) sharing one queue")
+    _watch(argvs, config, judge=judge, nodes=nodes, logs=logs, start=start, out=out)
+    stats = [read_stats(os.path.join(node, "fuzzer_stats")) for node in nodes]
+    if not stats[0]:
+        raise AflError(_abort_reason(logs[0]))
+    left = _sweep_all(judge, nodes, start + config.seconds + _GRACE_S)
+    out(_progress(start, nodes, judge))
     if left:
         out(f"[loader-under-test/{ENGINE}] time is up: {left} of afl-fuzz's new inputs were not judged by the oracle")
+    execs = sum(_int(s.get("execs_done")) for s in stats)
+    run_time = max(_int(s.get("run_time")) for s in stats)
     summary = Summary(
         target="loader-under-test",
         seconds=time.monotonic() - start,
-        cpu_seconds=sum(resource.getrusage(resource.RUSAGE_CHILDREN)[:2]) - cpu_before,
-        execs=_int(stats.get("execs_done")),
-        coverage=_int(stats.get("edges_found")),
+        cpu_seconds=children_cpu() - cpu_before,
+        execs=execs,
+        coverage=max(_int(s.get("edges_found")) for s in stats),
         coverage_label="loader edges",
-        corpus=_int(stats.get("corpus_count")),
-        found=_fuzz_yours.count_findings(config.out_dir),
+        corpus=max(_int(s.get("corpus_count")) for s in stats),
+        found=_fuzz_yours.count_findings(judge.out_dir),
+        instances=jobs,
     )
+    rate = sum(float(s.get("execs_per_sec") or 0) for s in stats)
     out(
-        f"[loader-under-test/{ENGINE}] afl-fuzz: {summary.execs} execs at {stats.get('execs_per_sec', '?')}/s "
-        f"over {stats.get('run_time', '?')}s; the loader's own coverage: {summary.coverage} edges "
-        f"({stats.get('bitmap_cvg', '?')} of the map); {judge.judged} inputs judged by the oracle"
+        f"[loader-under-test/{ENGINE}] afl-fuzz: {execs} execs at {rate:.2f}/s over {run_time}s"
+        f"{f' ({jobs} instances)' if jobs > 1 else ''}; the loader's own coverage: {summary.coverage} edges "
+        f"({stats[0].get('bitmap_cvg', '?')} of the map); {judge.judged} inputs judged by the oracle"
     )
     return summary

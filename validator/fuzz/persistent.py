@@ -21,6 +21,7 @@
 #     line; inside a campaign the input is recorded as `crash:protocol`.
 # The harness's stderr goes to a file of its own (append mode, cut back when
 # it grows), read only when the harness dies.
+
 # ruff: noqa: PTH108, PTH123
 # Paths: os.path and open(), like the rest of the package.
 from __future__ import annotations

@@ -14,11 +14,9 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hashlib
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -27,82 +25,23 @@ import time
 from typing import IO, TYPE_CHECKING, Final
 
 from validator.fuzz._child import child_env
-from validator.fuzz.harness import BOOT, HYPOTHESIS, LOADER_UNDER_TEST
+from validator.fuzz.config import PERSISTENT, CampaignConfig, replay_command
+from validator.fuzz.engine import SIDE_FILES, Finding, Missing, Problem, Summary, children_cpu, last_lines, replay_paths
+from validator.fuzz.inprocess import BOOT, HYPOTHESIS, LOADER_UNDER_TEST
 from validator.fuzz.seeds import dictionary_text, seed_files
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable
+
+__all__ = ["Summary", "atheris_available", "problem", "run"]
 
 _PROGRESS: Final = re.compile(r"^#(\d+)\s+(\w+)\s+cov: (\d+) ft: (\d+) corp: (\d+)/\S+.*?exec/s: (\d+)")
 _EXECUTED: Final = re.compile(r"^stat::number_of_executed_units: (\d+)")
 _ARTIFACT: Final = re.compile(r"Test unit written to (\S+)")
 _PY_EXC: Final = re.compile(r"^\s*=== Uncaught Python exception: ===\s*$")
 _FRAME: Final = re.compile(r'^\s*File "([^"]+)", line (\d+), in (\S+)')
-_SIDE_FILES: Final = (".cmd", ".log", ".xfail", ".md", ".json", ".txt")
-_NOT_SEEDS: Final = (*_SIDE_FILES, ".py", ".toml", ".jsonl", ".html", ".png", ".sh")
+_NOT_SEEDS: Final = (*SIDE_FILES, ".py", ".toml", ".jsonl", ".html", ".png", ".sh")
 MAX_REPEATS: Final = 3
-
-
-@dataclasses.dataclass
-class Config:
-    """One campaign's settings."""
-
-    target: str
-    seconds: float
-    jobs: int = 1
-    workdir: str = os.path.join("fuzz", "out")  # the CLI passes a per-user cache folder
-    regressions: str = os.path.join("corpus", "regressions")
-    seed_dirs: tuple[str, ...] = ()
-    timeout_s: int = 10
-    rss_limit_mb: int = 2048
-    max_len: int = 16384
-    max_findings: int = 10
-    minimise_s: float = 30.0
-    interval_s: float = 10.0
-    # Past the deadline, an engine still running (on its seeds) is stopped: the
-    # engine's own start-up (imports under atheris' hook) takes 2 to 3 s here.
-    grace_s: float = 5.0
-    env: Mapping[str, str] = dataclasses.field(default_factory=dict)
-    engine_args: tuple[str, ...] = ()
-
-
-@dataclasses.dataclass
-class Finding:
-    """One saved failing input."""
-
-    kind: str  # crash, timeout, oom, ...
-    signature: str
-    path: str
-    size: int
-    reproduce: str
-    repeats: int = 1
-
-
-@dataclasses.dataclass
-class Summary:
-    """What a campaign did."""
-
-    target: str
-    seconds: float = 0.0
-    cpu_seconds: float = 0.0
-    execs: int = 0
-    coverage: int = 0
-    coverage_label: str = "coverage"  # what `coverage` counts: "oracle coverage" or "loader edges"
-    features: int = 0
-    corpus: int = 0
-    findings: list[Finding] = dataclasses.field(default_factory=list)
-    found: int = 0  # findings, or for loader-under-test the problem classes recorded in its --out
-    engine_said: str = ""  # the last lines of the last engine process, shown when it never ran an input
-
-    @property
-    def execs_per_s(self) -> float:
-        """Executions per wall-clock second, all jobs together."""
-        return self.execs / self.seconds if self.seconds else 0.0
-
-    @property
-    def execs_per_cpu_s(self) -> float:
-        """Executions per CPU second of the engine processes: the one-core rate, whatever the load."""
-        return self.execs / self.cpu_seconds if self.cpu_seconds else 0.0
 
 
 class _Job:
@@ -148,7 +87,7 @@ class _Job:
             c.corpus_dir,
             *c.seed_dirs,
             f"-max_total_time={max(1, seconds)}",
-            f"-timeout={cfg.timeout_s}",
+            f"-timeout={c.engine_timeout}",
             f"-rss_limit_mb={cfg.rss_limit_mb}",
             f"-max_len={cfg.max_len}",
             f"-artifact_prefix={art}",
@@ -184,8 +123,12 @@ class _Job:
 
 
 class _Campaign:
-    def __init__(self, config: Config, out: Callable[[str], None]) -> None:
+    def __init__(self, config: CampaignConfig, out: Callable[[str], None]) -> None:
         self.config = config
+        # A command has --timeout per input (its own hang); the engine's limit must not come first.
+        command = config.loader is not None and config.loader.command is not None
+        self.engine_timeout = int(config.timeout_s * 2 + 5 if command else config.timeout_s)
+        self.out_dir = config.loader.out_dir if config.loader is not None else ""
         self.out = out
         self.dir = os.path.abspath(os.path.join(config.workdir, config.target))
         self.corpus_dir = os.path.join(self.dir, "corpus")
@@ -211,11 +154,9 @@ class _Campaign:
             self.dict_path = os.path.join(os.path.abspath(config.workdir), "safetensors.dict")
             with open(self.dict_path, "w", encoding="utf-8") as f:
                 f.write(dictionary_text())
-        self.child_env = child_env(config.env)
+        self.child_env = child_env(config.child_env())
         self.tmp_dir = os.path.join(self.dir, "tmp")
-        from validator.fuzz.loader_under_test import ENV_PERSISTENT
-
-        if config.env.get(ENV_PERSISTENT) != "1":
+        if config.engine != PERSISTENT:
             # The target's temporary files (a loader's input file) go here, and
             # go with it at the end even when the engine killed the target mid-input.
             # (A persistent harness keeps its file in memory unless TMPDIR is set.)
@@ -251,10 +192,9 @@ class _Campaign:
         are counted, not only the engine's stops."""
         if self.config.target != LOADER_UNDER_TEST:
             return len(self.findings)
-        from validator.fuzz import loader_under_test as _fuzz_yours
+        from validator.fuzz.loader_under_test import count_findings
 
-        out_dir = self.config.env.get(_fuzz_yours.ENV_OUT, os.path.join(self.dir, "findings"))
-        return _fuzz_yours.count_findings(out_dir)
+        return count_findings(self.out_dir)
 
     def progress(self) -> str:
         elapsed = time.monotonic() - self.start
@@ -290,17 +230,13 @@ class _Campaign:
         if cfg.target == LOADER_UNDER_TEST:  # the user's loader hung, ran out of memory or died
             from validator.fuzz import loader_under_test as _fuzz_yours
 
-            out_dir = cfg.env.get(_fuzz_yours.ENV_OUT, os.path.join(self.dir, "findings"))
+            out_dir = self.out_dir
             category = {"timeout": "hang", "oom": "out-of-memory"}.get(kind, f"crash:{sig}")
             with open(artifact, "rb") as f:
                 data = f.read()
             _fuzz_yours.record(out_dir, category, sig, data, cause=sig)
             path = _fuzz_yours.reproducer_path(out_dir, category)
-            loader = cfg.env.get(_fuzz_yours.ENV_LOADER)
-            flags = f"--loader {shlex.quote(loader)}" if loader else _command_flags(cfg.env)
-            # A callable is replayed in stcheck's own process: a hang needs a time limit around it.
-            limit = f"timeout {cfg.timeout_s * 2 + 5} " if kind == "timeout" and loader else ""
-            reproduce = f"{limit}stcheck fuzz {cfg.target} {flags} --replay {shlex.quote(path)}"
+            reproduce = replay_command(cfg, path, hang=kind == "timeout")
             return Finding(kind, sig, path, len(data), reproduce)
         dest_dir = os.path.join(cfg.regressions, cfg.target)
         os.makedirs(dest_dir, exist_ok=True)
@@ -311,7 +247,7 @@ class _Campaign:
                     [
                         sys.executable,
                         "-m",
-                        "validator.fuzz.harness",
+                        "validator.fuzz.inprocess",
                         "minimise",
                         cfg.target,
                         artifact,
@@ -330,7 +266,7 @@ class _Campaign:
         path = os.path.join(dest_dir, name + ".bin")
         with open(path, "wb") as f:
             f.write(data)
-        reproduce = f"stcheck fuzz {cfg.target} --replay {shlex.quote(path)}"
+        reproduce = replay_command(cfg, path)
         with open(os.path.join(dest_dir, name + ".cmd"), "w", encoding="utf-8") as f:
             f.write(reproduce + "\n")
         excerpt = [line for line in output.splitlines() if not line.startswith(("#", "INFO:", "WARNING:"))][-40:]
@@ -368,9 +304,9 @@ def _signature(kind: str, output: str) -> str:
     return f"{exc_type.rsplit('.', 1)[-1]}{where}"
 
 
-def run(config: Config, out: Callable[[str], None] = print) -> Summary:
+def run(config: CampaignConfig, out: Callable[[str], None] = print) -> Summary:
     """Run one campaign; print progress through ``out``; return its summary."""
-    cpu_before = _children_cpu()
+    cpu_before = children_cpu()
     campaign = _Campaign(config, out)
     threads = [threading.Thread(target=job.run, daemon=True) for job in campaign.jobs]
     for thread in threads:
@@ -402,7 +338,7 @@ def run(config: Config, out: Callable[[str], None] = print) -> Summary:
     return Summary(
         target=config.target,
         seconds=time.monotonic() - campaign.start,
-        cpu_seconds=_children_cpu() - cpu_before,
+        cpu_seconds=children_cpu() - cpu_before,
         execs=sum(j.execs for j in campaign.jobs),
         coverage=campaign.coverage,
         coverage_label=_coverage_label(config.target),
@@ -410,18 +346,9 @@ def run(config: Config, out: Callable[[str], None] = print) -> Summary:
         corpus=campaign.corpus_size(),
         findings=campaign.findings,
         found=campaign.found(),
-        engine_said=_last_lines(campaign.last_output),
+        engine_said=last_lines(campaign.last_output),
+        instances=config.jobs,
     )
-
-
-def _command_flags(env: Mapping[str, str]) -> str:
-    """The --loader-cmd flags of a campaign, from the environment the CLI gave the engine."""
-    from validator.fuzz import loader_under_test as _fuzz_yours
-
-    flags = f"--loader-cmd {shlex.quote(env.get(_fuzz_yours.ENV_LOADER_CMD, ''))}"
-    if env.get(_fuzz_yours.ENV_PERSISTENT) == "1":
-        flags = f"--persistent {flags}"
-    return f"{flags} --timeout {env.get(_fuzz_yours.ENV_TIMEOUT, '10')}"
 
 
 def _coverage_label(target: str) -> str:
@@ -429,31 +356,22 @@ def _coverage_label(target: str) -> str:
     return "oracle coverage" if target == LOADER_UNDER_TEST else "coverage"
 
 
-def _last_lines(output: str, count: int = 12) -> str:
-    """What an engine process said last, without libFuzzer's progress and INFO lines."""
-    lines = [line for line in output.splitlines() if line.strip() and not line.startswith(("#", "INFO:"))]
-    return "\n".join(lines[-count:])
+def problem(config: CampaignConfig) -> Problem | None:
+    """Why atheris cannot run ``config``: it is not installed, or the target needs what is not."""
+    if not atheris_available():
+        return Missing("atheris is not installed", "fuzz")
+    if config.target == HYPOTHESIS and not has_strategies():
+        return "the hypothesis target needs validator.strategies, which is not installed"
+    return None
 
 
-def _children_cpu() -> float:
-    """CPU seconds used by finished child processes (engines and minimisers)."""
-    import resource
-
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def replay_paths(paths: list[str]) -> list[str]:
-    """Files under ``paths`` that are inputs (side files such as .cmd and .log skipped)."""
-    found: list[str] = []
-    for path in paths:
-        if os.path.isdir(path):
-            for root, dirs, files in os.walk(path):
-                dirs.sort()
-                found.extend(os.path.join(root, f) for f in sorted(files) if not f.endswith(_SIDE_FILES))
-        else:
-            found.append(path)
-    return found
+def has_strategies() -> bool:
+    """Whether validator.strategies (the hypothesis target's files) can be imported."""
+    try:
+        from validator import strategies
+    except ImportError:
+        return False
+    return hasattr(strategies, "valid_files")
 
 
 def atheris_available() -> bool:

@@ -1,7 +1,7 @@
 # Strategy: the fuzz targets, one plain function per invariant, each taking
 # the bytes of a would-be file and returning None or raising InvariantError
 # (any other exception escaping is itself a finding).  pytest calls them on
-# seeds and saved regressions; atheris calls them through _fuzz_main.  No
+# seeds and saved regressions; atheris calls them through validator/fuzz/inprocess.py.  No
 # global state, no swallowed exceptions: a target either checks an
 # invariant or lets the failure escape to the engine.
 #

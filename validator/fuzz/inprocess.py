@@ -1,12 +1,15 @@
-# Strategy: the engine side of `stcheck fuzz`, the code that runs inside the
-# atheris/libFuzzer process (and inside the OSS-Fuzz entry points in fuzz/).
+# Strategy: the in-process side of `stcheck fuzz`, the code that runs inside
+# the atheris/libFuzzer process (and inside the OSS-Fuzz entry points in
+# fuzz/).  (Not a "harness": that word is kept for the programs of
+# fuzz/harness/ that wrap a loader, and for any process that serves the
+# persistent protocol of validator/fuzz/persistent.py.)
 # `fuzz(target, argv)` resolves a target name to its test function and
 # mutator and hands them to atheris; `replay` runs saved inputs through a
 # target in-process; `minimise` shrinks a failing input while it keeps
 # failing the same way.  atheris is imported only inside `fuzz`, so pytest
 # and the CLI can import this module without it.
 #
-# The runner starts the engine with BOOT (python -c BOOT TARGET FLAGS...),
+# The atheris engine (supervisor.py) starts its process with BOOT (python -c BOOT TARGET FLAGS...),
 # which imports the package under atheris' import hook so that validator's
 # own modules are coverage-instrumented, all but the one list of
 # validator/fuzz/_uninstrumented.py.
@@ -39,8 +42,8 @@ BOOT: Final = (
     "from validator.fuzz._uninstrumented import instrumented_import\n"
     "instrumented_import(atheris, 'validator.fuzz.targets', 'validator.fuzz.loader_under_test', "
     f"'validator.io.loader', for_loaders=sys.argv[1:2] == [{LOADER_UNDER_TEST!r}])\n"
-    "from validator.fuzz import harness\n"
-    "harness.fuzz(sys.argv[1], [sys.argv[0], *sys.argv[2:]])\n"
+    "from validator.fuzz import inprocess\n"
+    "inprocess.fuzz(sys.argv[1], [sys.argv[0], *sys.argv[2:]])\n"
 )
 
 
@@ -106,10 +109,12 @@ def resolve(target: str, *, engine: bool = False) -> tuple[Callable[[bytes], Non
     if target == HYPOTHESIS:
         return hypothesis_target(), False
     if target == LOADER_UNDER_TEST:
-        from validator.fuzz import loader_under_test as _fuzz_yours
+        from validator.fuzz.config import build_loader, from_env
+        from validator.fuzz.loader_under_test import make_target
 
-        out_dir = os.environ.get(_fuzz_yours.ENV_OUT, "loader-findings")
-        return _fuzz_yours.make_target(_fuzz_yours.from_env(), out_dir), True
+        config = from_env()  # the one value the campaign passed (validator/fuzz/config.py)
+        assert config.loader is not None
+        return make_target(build_loader(config), config.loader.out_dir), True
     msg = f"unknown fuzz target {target!r}; choose one of {', '.join(ALL_TARGETS)}"
     raise ValueError(msg)
 
@@ -214,7 +219,7 @@ def replay(target: str, paths: list[str], out: Callable[[str], None] = print) ->
 
 
 def _main(argv: list[str]) -> int:
-    """`python -m validator.fuzz.harness minimise TARGET IN OUT SECONDS` (used by the runner)."""
+    """`python -m validator.fuzz.inprocess minimise TARGET IN OUT SECONDS` (used by the runner)."""
     if len(argv) == 5 and argv[0] == "minimise":
         _, target, src, dst, seconds = argv
         test, _ = resolve(target)
@@ -225,7 +230,7 @@ def _main(argv: list[str]) -> int:
             f.write(small)
         print(f"minimised {len(data)} -> {len(small)} bytes")
         return 0
-    print("usage: python -m validator.fuzz.harness minimise TARGET IN OUT SECONDS", file=sys.stderr)
+    print("usage: python -m validator.fuzz.inprocess minimise TARGET IN OUT SECONDS", file=sys.stderr)
     return 2
 
 
