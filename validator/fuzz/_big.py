@@ -20,13 +20,26 @@
 # fraction, default 0.03; 0 turns it off).
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import random
 import struct
 from typing import Final
 
-__all__ = ["DEFAULT_BUDGET", "DEFAULT_RATE", "ENV_BUDGET", "ENV_RATE", "HEADER_LIMIT", "big", "budget", "chosen", "rate"]
+__all__ = [
+    "DEFAULT_BUDGET",
+    "DEFAULT_RATE",
+    "ENV_BUDGET",
+    "ENV_RATE",
+    "HEADER_LIMIT",
+    "Plan",
+    "big",
+    "budget",
+    "chosen",
+    "plan",
+    "rate",
+]
 
 ENV_RATE: Final = "STCHECK_FUZZ_BIG_RATE"
 ENV_BUDGET: Final = "STCHECK_FUZZ_BIG_MAX_BYTES"
@@ -75,6 +88,27 @@ def chosen(seed: int, share: float | None = None) -> bool:
     return (seed // 100) % _RATE_SCALE < threshold * _RATE_SCALE
 
 
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """What one mutation of the family builds, before it is fitted to the budget."""
+
+    family: str  # deep, string, many or size
+    amount: int  # levels, characters, entries or header bytes
+
+
+_FAMILIES: Final = (("deep", _DEPTHS), ("string", _STRING_LENGTHS), ("many", _COUNTS), ("size", _SIZES))
+
+
+def _plan(rng: random.Random) -> Plan:
+    family, amounts = rng.choice(_FAMILIES)
+    return Plan(family, rng.choice(amounts))
+
+
+def plan(seed: int) -> Plan:
+    """The construct ``big(..., seed)`` builds (shrunk there to fit the budget)."""
+    return _plan(random.Random(seed))  # noqa: S311 - fuzzing, not cryptography
+
+
 def _header_of(data: bytes) -> tuple[object, bytes]:
     """The input's header as plain JSON values and its data region; a minimal one when it does not decode."""
     if len(data) >= 8:
@@ -90,8 +124,7 @@ def _header_of(data: bytes) -> tuple[object, bytes]:
     return dict(_MINIMAL), b"\x00"
 
 
-def _deep(rng: random.Random, room: int) -> bytes:
-    depth = rng.choice(_DEPTHS)
+def _deep(rng: random.Random, depth: int, room: int) -> bytes:
     kind = rng.randrange(3)
     opening, closing = [(b"[", b"]"), (b'{"a":', b"}"), (b'[{"a":', b"}]")][kind]
     per_level = len(opening) + len(closing)
@@ -103,8 +136,8 @@ def _deep(rng: random.Random, room: int) -> bytes:
     return opening * depth + inner + tail
 
 
-def _string(rng: random.Random, room: int) -> bytes:
-    length = min(rng.choice(_STRING_LENGTHS), max(room - 16, 1))
+def _string(rng: random.Random, length: int, room: int) -> bytes:
+    length = min(length, max(room - 16, 1))
     unit = rng.choice((b"a", b"\\u0041", "\u00e9".encode(), b"\\\\", b"\xf0\x9f\x98\x80"))
     count = max(1, length // len(unit))
     return b'"' + unit * count + b'"'
@@ -133,9 +166,8 @@ def _place(rng: random.Random, tree: dict[str, object], value: bytes) -> bytes:
     return _encode(tree).replace(_encode(_PLACEHOLDER), value, 1)
 
 
-def _many(rng: random.Random, room: int) -> tuple[bytes, bytes]:
+def _many(rng: random.Random, count: int, room: int) -> tuple[bytes, bytes]:
     """Thousands of valid tensor entries (one byte each, or empty) or metadata keys, and their data."""
-    count = rng.choice(_COUNTS)
     per_entry = 72  # the longest entry written below, and its byte of data
     count = max(1, min(count, room // per_entry))
     if rng.random() < 0.3:
@@ -155,6 +187,7 @@ def big(data: bytes, max_size: int, seed: int, *, limit: int | None = None) -> b
     if cap < 64:
         return None
     rng = random.Random(seed)  # noqa: S311 - fuzzing, not cryptography
+    construct = _plan(rng)
     tree, tail = _header_of(data)
     if len(tail) > cap // 2:
         tail = tail[: cap // 2]
@@ -162,17 +195,16 @@ def big(data: bytes, max_size: int, seed: int, *, limit: int | None = None) -> b
     if room < 64:
         tree, tail = dict(_MINIMAL), b"\x00"
         room = cap - 8 - 1 - 128
-    family = rng.randrange(4)
-    if family == 0:
-        header = _place(rng, tree, _deep(rng, room))  # type: ignore[arg-type]
-    elif family == 1:
-        header = _place(rng, tree, _string(rng, room))  # type: ignore[arg-type]
-    elif family == 2:
-        header, tail = _many(rng, cap - 8)
+    if construct.family == "deep":
+        header = _place(rng, tree, _deep(rng, construct.amount, room))  # type: ignore[arg-type]
+    elif construct.family == "string":
+        header = _place(rng, tree, _string(rng, construct.amount, room))  # type: ignore[arg-type]
+    elif construct.family == "many":
+        header, tail = _many(rng, construct.amount, cap - 8)
         tail = tail[: max(0, cap - 8 - len(header))]
     else:
         header = _encode(tree)
-        target = max((s for s in _SIZES if s <= cap - 8 - len(tail)), default=0)
+        target = min(construct.amount, cap - 8 - len(tail))
         if target <= len(header):
             return None
         header += rng.choice((b" ", b"\t", b"\n")) * (target - len(header))
