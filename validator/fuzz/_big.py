@@ -56,6 +56,8 @@ _SIZES: Final = (1 << 16, 1 << 20, 1 << 24, HEADER_LIMIT, HEADER_LIMIT + 1)
 _PLACEHOLDER: Final = "\x00stcheck-big\x00"
 _MINIMAL: Final = {"t": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]}}
 _RATE_SCALE: Final = 10_000
+_MIX_ADD: Final = 0x5BD1E995  # a multiplicative hash: spreads consecutive seeds
+_MIX_MUL: Final = 0x9E3779B1
 
 
 def _env_float(name: str, default: float) -> float:
@@ -81,11 +83,13 @@ _RATE: Final = rate()  # read once: the mutator runs thousands of times a second
 def chosen(seed: int, share: float | None = None) -> bool:
     """Whether the mutation with this seed belongs to the family.
 
-    Decided by digits of the seed above the two the mutator's roll uses, so
-    the family cuts across the structure-aware and byte-level shares alike.
+    Decided by a hash of the seed's digits above the two the mutator's roll
+    uses, so the family cuts across the structure-aware and byte-level
+    shares alike, and small seeds are not all picked.
     """
     threshold = _RATE if share is None else share
-    return (seed // 100) % _RATE_SCALE < threshold * _RATE_SCALE
+    mixed = (((seed // 100) + _MIX_ADD) * _MIX_MUL) & 0xFFFFFFFF
+    return (mixed >> 16) % _RATE_SCALE < threshold * _RATE_SCALE
 
 
 @dataclasses.dataclass(frozen=True)
