@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -161,13 +162,19 @@ def test_a_60_s_campaign_finds_the_planted_stack_overflow(tmp_path: Path) -> Non
     out = tmp_path / "out"
     argv = [sys.executable, "-m", "validator", "fuzz", "loader-under-test", *engine, "--seconds", "60"]
     argv += ["--out", str(out), "--workdir", str(tmp_path / "work"), "--seeds", str(tmp_path / "no-extra-seeds")]
+    argv += ["--interval", "2"]  # AFL++'s crashes are judged at each progress line
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     started = time.time()
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=150, check=False)
     reproducer = out / "crash_signal-SIGSEGV.safetensors"
     assert reproducer.exists(), done.stdout[-3000:] + done.stderr[-3000:]
     found_after = reproducer.stat().st_mtime - started
-    print(f"planted overflow found {found_after:.1f} s after the start ({'aflpp' if HAS_AFL else 'atheris'})")
+    engine_ms = [
+        int(m) for m in re.findall(r"time:(\d+)", " ".join(p.name for p in tmp_path.glob("work/**/crashes/id*")))
+    ]
+    print(f"planted overflow recorded {found_after:.1f} s after the start ({'aflpp' if HAS_AFL else 'atheris'})")
+    if engine_ms:
+        print(f"afl-fuzz's first crash {min(engine_ms) / 1000:.1f} s into its run")
     assert _depth(reproducer.read_bytes()) > 3000
     note = json.loads((out / "crash_signal-SIGSEGV.json").read_text())
     assert note["category"] == "crash:signal-SIGSEGV"
