@@ -346,6 +346,12 @@ def shrink(
         return data
 
     def keeps(candidate: bytes) -> bool:
+        if category.startswith("crash:"):  # the loader alone decides a crash: no oracle to run
+            outcome = loader.run(candidate)
+            detail = escape_line(outcome.detail)
+            return (
+                outcome.crashed and f"crash:{outcome.kind}" == category and cause_of(category, detail, outcome) == cause
+            )
         found, outcome = examine(loader, candidate)
         return any(c == category and cause_of(c, d, outcome) == cause for c, d in found)
 
