@@ -163,7 +163,7 @@ def _peel(data: bytes) -> Iterator[bytes]:
         if end.start() < run.end():
             continue
         levels = min((run.end() - run.start()) // len(opening), (end.end() - end.start()) // len(closing))
-        for share in (2, 4, 16):
+        for share in (2, 4, 8, 16, 64):
             k = levels // share
             if k >= 1:
                 cut = (
