@@ -25,8 +25,18 @@
  *                         they cannot break the protocol.
  *
  * Build (fuzz/harness/Makefile):  afl-cc -O2 -o harness loader_harness.c
+ *
+ * C or C++: this file compiles as either (g++ -x c++, afl-c++ -x c++), so
+ * a C++ loader can be #included as its source (one C++ translation unit,
+ * fuzz/examples/naive_loader.cpp) or, built elsewhere, linked in with
+ *     -DSTCHECK_LOADER_LINKED -DSTCHECK_LOADER=my_load  my_loader.o
+ * where the loader is declared here with C linkage (`extern "C"` under
+ * C++), so the C++ loader defines it `extern "C"` too.  fuzz/README.md,
+ * "C++ loaders", has the build lines.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,13 +45,22 @@
 #include <unistd.h>
 
 #define STCHECK_HARNESS 1
-#ifndef STCHECK_LOADER_SOURCE
-#define STCHECK_LOADER_SOURCE "../examples/naive_loader.c"
-#endif
 #ifndef STCHECK_LOADER
 #define STCHECK_LOADER naive_load
 #endif
+#ifdef STCHECK_LOADER_LINKED
+/* The loader comes from another object file, with C linkage. */
+#ifdef __cplusplus
+extern "C" int STCHECK_LOADER(const char *path, const char **reason);
+#else
+int STCHECK_LOADER(const char *path, const char **reason);
+#endif
+#else
+#ifndef STCHECK_LOADER_SOURCE
+#define STCHECK_LOADER_SOURCE "../examples/naive_loader.c"
+#endif
 #include STCHECK_LOADER_SOURCE
+#endif
 
 #ifndef __AFL_LOOP
 /* Not built by afl-cc: the loop body runs once. */
@@ -102,7 +121,7 @@ static int serve(void) {
         }
         size_t len = (size_t)prefix[0] | (size_t)prefix[1] << 8 | (size_t)prefix[2] << 16 | (size_t)prefix[3] << 24;
         if (len > cap) {
-            unsigned char *grown = realloc(buf, len);
+            unsigned char *grown = (unsigned char *)realloc(buf, len);
             if (grown == NULL) {
                 fprintf(stderr, "loader_harness: cannot hold a frame of %zu bytes\n", len);
                 break;

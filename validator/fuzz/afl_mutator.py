@@ -5,7 +5,10 @@
 # next to its own havoc and splicing, which do the byte mutations; so every
 # call here takes the structure-aware path (decode, mutate fields, repair
 # the layout, re-encode), and an input that does not decode gets the byte
-# mutations of the header with N rewritten to fit.  Nothing here may raise:
+# mutations of the header with N rewritten to fit.  The seed's upper digits
+# pick the big and deep family (validator/fuzz/_big.py) at its rate, as under
+# atheris; AFL++ passes max_size up to its file limit (1 MB unless -G), so
+# deep nesting past 100,000 levels fits.  Nothing here may raise:
 # an exception in a custom mutator stops afl-fuzz, and so does an empty
 # result.  (No describe(): AFL++ 4.04c's Python glue wants bytes from it
 # and leaves the failed call's exception set, which breaks the next fuzz().)

@@ -4,7 +4,10 @@
 # Every disagreement is classified into a category (accepts-invalid:<rule>,
 # crash:<exception>, rejects-valid, bytes-mismatch, tensor-set-mismatch,
 # oracle-disagreement) and the shortest input seen for each category is
-# kept in the output directory as a reproducer.  The target never raises
+# kept in the output directory as a reproducer, and within a class the
+# shortest input of each root cause (validator/fuzz/triage.py: the rule,
+# the loader's reason, the crash site's stack hash), minimised when the cause
+# is first seen.  The target never raises
 # for the loader's faults, so one campaign collects every category instead
 # of stopping at the first; hangs and memory blow-ups are left to the
 # engine's -timeout and -rss_limit_mb, and the runner files them as the
@@ -47,6 +50,7 @@ from validator._display import escape_line
 from validator._rules import Profile
 from validator._validate import validate
 from validator.fuzz import persistent as _persistent
+from validator.fuzz import triage
 from validator.fuzz.targets import numpy_representable, reference_load, tensor_bytes, tie_classes
 from validator.harness import command as _command
 from validator.harness.rejection import REJECT_EXIT, is_rejection, judge_exit
@@ -67,9 +71,6 @@ ENV_TIMEOUT: Final = "STCHECK_FUZZ_LOADER_TIMEOUT"
 CMD_TIMEOUT_S: Final = 5.0  # below the engine's default -timeout of 10 s
 _TRACE_LINES: Final = (20, 60)  # a long traceback keeps its first and last lines
 _FLUSH_S: Final = 2.0  # how often a campaign writes the counts of causes seen again
-_FRAME: Final = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
-_SANITIZER: Final = re.compile(r"SUMMARY: (\w*Sanitizer: [^\n]*)")
-_ADDRESS: Final = re.compile(r"0x[0-9a-fA-F]+")
 _NUMBER: Final = re.compile(r"\d+")
 
 # What each category means, for the report.
@@ -311,22 +312,50 @@ def cause_of(category: str, detail: str, outcome: Outcome) -> str:
     """What tells apart the inputs of one class: its root cause, as far as it shows.
 
     The oracle's rule for accepts-invalid (the class itself); for a crash the
-    sanitizer's summary, else the innermost frame of a Python traceback, else
-    the signal or exit; for the rest the loader's own reason, its numbers
-    written N so that one cause does not split by the sizes in its message.
+    crash site that validator/fuzz/triage.py reads from the loader's stderr or
+    traceback (a stack hash of a sanitizer's, glibc's or Rust's frames, a UBSan
+    site, an uncaught C++ exception, a sanitizer's summary, the innermost
+    Python frame), else the signal or exit; for the rest the loader's own
+    reason, its numbers written N so that one cause does not split by the
+    sizes in its message.
     """
     if category.startswith("accepts-invalid:") or category == "hang":
         return category.rsplit(":", 1)[-1]
     if category.startswith("crash:"):
-        m = _SANITIZER.search(outcome.trace)
-        if m is not None:
-            return _ADDRESS.sub("0x?", m.group(1).strip())[:160]
-        frames = _FRAME.findall(outcome.trace)
-        if frames:
-            file, line, function = frames[-1]
-            return f"{os.path.basename(file)}:{line} ({function})"
+        site = triage.crash_cause(outcome.trace)
+        if site is not None:
+            return site
     reason = outcome.detail if category == "rejects-valid" and outcome.detail else detail  # the loader's own
     return _NUMBER.sub("N", escape_line(reason))[:160]
+
+
+def shrink(
+    loader: LoaderUnderTest,
+    data: bytes,
+    category: str,
+    cause: str,
+    *,
+    attempts: int = triage.MINIMISE_ATTEMPTS,
+    seconds: float = triage.MINIMISE_S,
+) -> bytes:
+    """``data`` minimised (validator/fuzz/triage.py) while the loader still shows ``category`` for ``cause``.
+
+    Hangs and memory blow-ups are kept as they are: each try would cost the whole time limit.
+    """
+    if category in ("hang", "out-of-memory") or category.startswith("oracle-disagreement"):
+        return data
+
+    def keeps(candidate: bytes) -> bool:
+        if category.startswith("crash:"):  # the loader alone decides a crash: no oracle to run
+            outcome = loader.run(candidate)
+            detail = escape_line(outcome.detail)
+            return (
+                outcome.crashed and f"crash:{outcome.kind}" == category and cause_of(category, detail, outcome) == cause
+            )
+        found, outcome = examine(loader, candidate)
+        return any(c == category and cause_of(c, d, outcome) == cause for c, d in found)
+
+    return triage.minimise(data, keeps, attempts=attempts, seconds=seconds).data
 
 
 def cause_path(out_dir: str, category: str, cause: str) -> str:
@@ -414,9 +443,12 @@ def make_target(loader: LoaderUnderTest, out_dir: str) -> Callable[[bytes], None
         for category, detail in found:
             cause = cause_of(category, detail, outcome)
             key = (category, cause)
-            if len(data) < shortest.get(key, sys.maxsize):
-                record(out_dir, category, detail, data, cause=cause, count=1 + pending.get(category, {}).pop(cause, 0))
-                shortest[key] = len(data)
+            kept = data
+            if key not in shortest:  # a cause new to this process: its reproducer, minimised
+                kept = shrink(loader, data, category, cause)
+            if len(kept) < shortest.get(key, sys.maxsize):
+                record(out_dir, category, detail, kept, cause=cause, count=1 + pending.get(category, {}).pop(cause, 0))
+                shortest[key] = len(kept)
             else:
                 counts = pending.setdefault(category, {})
                 counts[cause] = counts.get(cause, 0) + 1

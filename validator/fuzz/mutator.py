@@ -9,7 +9,10 @@
 #
 # The header tree keeps duplicates and order: an object is an `Obj` (a list
 # of [key, value] pairs), an array a plain list.  Output never exceeds
-# max_size bytes, and the mutator never raises.
+# max_size bytes, and the mutator never raises.  A few percent of the
+# mutations (validator/fuzz/_big.py: STCHECK_FUZZ_BIG_RATE) build big and
+# deep headers instead: nesting far past serde_json's limit, long strings,
+# many tensors, sizes up to the 100 MB header limit, within max_size.
 # ruff: noqa: PLC0415
 # Lazy imports: atheris, numpy, hypothesis and safetensors load, only where used.
 from __future__ import annotations
@@ -20,6 +23,7 @@ import struct
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from validator._dtypes import DTYPE_BITS
+from validator.fuzz import _big
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -405,7 +409,12 @@ HEADER_BYTES: Final = 55
 
 
 def mutate(data: bytes, max_size: int, seed: int, byte_mutator: ByteMutator | None = None) -> bytes:
-    """Mutate one input: structure-aware, the header's bytes, or the whole input's bytes."""
+    """Mutate one input: big and deep (validator/fuzz/_big.py), structure-aware,
+    the header's bytes, or the whole input's bytes."""
+    if _big.chosen(seed):
+        out = _big.big(data, max_size, seed)
+        if out is not None:
+            return out
     roll = seed % 100
     if roll >= STRUCTURED:
         if roll < STRUCTURED + HEADER_BYTES:
