@@ -11,7 +11,7 @@
 # run (`ordinal`): the pipeline matches on the type, and sorts the results
 # by the ordinal.
 # Paths are str, handled with os.path as in the rest of the package.
-# ruff: noqa: PTH112, PTH118, PTH120
+# ruff: noqa: PTH118, PTH120
 from __future__ import annotations
 
 import os
@@ -22,7 +22,9 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from validator._check import Checker
 from validator._errors import SourceError
-from validator.sources.schemes import STDIN, STDIN_NAME, is_remote
+from validator.sources import arguments as _args
+from validator.sources.arguments import arguments
+from validator.sources.schemes import STDIN_NAME
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
@@ -182,19 +184,18 @@ def _lone(path: str) -> _Unnumbered:
 
 
 def _unnumbered(paths: Sequence[str], errors: list[str], *, empty_is_error: bool) -> Iterator[_Unnumbered]:
-    for path in paths:
-        if path == STDIN:
-            yield Stdin
-        elif is_remote(path):
-            yield partial(Remote, source=path)
-        elif os.path.isdir(path):
-            yield from _folder_targets(path, errors, empty_is_error=empty_is_error)
-        elif is_index(path) and os.path.lexists(path):
-            yield partial(Index, path=path)
-        elif os.path.lexists(path):
-            yield _lone(path)
-        else:
-            errors.append(f"{path}: no such file or directory")
+    for given in arguments(paths):
+        match given:
+            case _args.Stdin():
+                yield Stdin
+            case _args.Remote(path):
+                yield partial(Remote, source=path)
+            case _args.Folder(path):
+                yield from _folder_targets(path, errors, empty_is_error=empty_is_error)
+            case _args.File(path) | _args.NotSignable(path):
+                yield partial(Index, path=path) if is_index(path) else _lone(path)
+            case _args.Absent(path):
+                errors.append(f"{path}: no such file or directory")
 
 
 def resolve(

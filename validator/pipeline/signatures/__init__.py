@@ -11,16 +11,6 @@ validator.signing.base.METHODS.
 
 from __future__ import annotations
 
-from validator.pipeline.signatures._arguments import (
-    Absent,
-    Argument,
-    File,
-    Folder,
-    NotSignable,
-    Remote,
-    Stdin,
-    arguments,
-)
 from validator.pipeline.signatures._model import Flagged, SignedModel
 from validator.pipeline.signatures._options import (
     KeyOptions,
@@ -30,6 +20,16 @@ from validator.pipeline.signatures._options import (
 )
 from validator.pipeline.signatures._stage import Signatures
 from validator.pipeline.signatures._verify import Listed, RemoteFolder
+from validator.sources.arguments import (
+    Absent,
+    Argument,
+    File,
+    Folder,
+    NotSignable,
+    Remote,
+    Stdin,
+    arguments,
+)
 
 __all__ = [
     "Absent",

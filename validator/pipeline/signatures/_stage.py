@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING
 
 from validator._check import make_finding
 from validator.pipeline.signatures import _digests
-from validator.pipeline.signatures._arguments import Absent, File, Folder, NotSignable, Remote, Stdin
 from validator.pipeline.signatures._model import SignedModel, inside
 from validator.pipeline.signatures._notes import notes
 from validator.pipeline.signatures._options import OptionError, ignore_paths, ignores_for, keys_from_options
@@ -33,6 +32,7 @@ from validator.report.bom import model_name, snapshot_prefix
 from validator.report.results import FileResult
 from validator.signing.base import verifier_for
 from validator.signing.signature import SIGNATURE_NAME
+from validator.sources.arguments import Absent, File, Folder, NotSignable, Remote, Stdin
 from validator.sources.schemes import STDIN, scheme_of, signable
 
 if TYPE_CHECKING:
@@ -42,11 +42,11 @@ if TYPE_CHECKING:
     from validator.config.settings import Network
     from validator.pipeline.engine import Job, Options
     from validator.pipeline.hubcache import HubWalk
-    from validator.pipeline.signatures._arguments import Argument
     from validator.pipeline.signatures._model import Flagged
     from validator.pipeline.signatures._options import KeyOptions
     from validator.report.results import ResultKind
     from validator.signing.base import Keys, SignatureVerifier
+    from validator.sources.arguments import Argument
 
 __all__ = ["Signatures"]
 

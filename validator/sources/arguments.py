@@ -1,11 +1,12 @@
-# Strategy: what the signatures stage needs to know of each argument: a
-# folder (its DIR/model.sig), a regular file (a single-file model, signed
-# with --signature), standard input or a remote source (which its scheme's
-# row says can be signed or not), something else, or nothing at all.  The
-# stage reads these values and never the file system.  ``arguments`` is
-# the adapter from the arguments as given, one lstat each, with the same
-# order of tests as validator.sources.targets.resolve; once resolve gives
-# one typed target per argument, they are mapped onto these classes instead.
+# Strategy: the one grammar of what a command-line argument is, before any
+# folder is walked: standard input, a remote source (with the scheme whose
+# row says what it can do), a folder, a regular file, something else that
+# exists (a device, a FIFO, a dangling link), or nothing at all.  One lstat
+# (and stat) per argument.  validator.sources.targets.resolve expands each
+# argument into its targets by this grammar, and the signatures stage
+# (validator.pipeline.signatures), which needs the argument itself (a
+# folder's DIR/model.sig, not the files found in it), reads the same values:
+# the arguments are classified in one place.
 # Paths are str, handled with os.path as in the rest of the package.
 # ruff: noqa: PTH112, PTH113
 from __future__ import annotations
@@ -69,7 +70,7 @@ Argument = Folder | File | Stdin | Remote | NotSignable | Absent
 
 
 def arguments(paths: Sequence[str]) -> list[Argument]:
-    """Each argument, as the stage reads it."""
+    """Each argument, by the one grammar."""
     out: list[Argument] = []
     for path in paths:
         scheme = scheme_of(path)
