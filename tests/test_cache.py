@@ -389,7 +389,7 @@ def test_run_jobs_hooks_see_every_result_once(tmp_path):
 
 
 def test_a_postgresql_password_never_reaches_a_message(capsys, tmp_path):
-    from validator.pipeline.cache import _redact
+    from validator.pipeline.cache_stores import _redact
 
     assert _redact("postgresql://scan:s3cret@db:5432/x") == "postgresql://scan:***@db:5432/x"
     assert _redact("postgresql://scan@db/x") == "postgresql://scan@db/x"

@@ -38,6 +38,8 @@ from validator.sources.schemes import STDIN
 if TYPE_CHECKING:
     import argparse
 
+__all__ = ["register", "run_check", "run_rules"]
+
 
 _EXITS = (
     "Exit codes: 0 no finding at error severity (after the policy; --fail-on sets which findings count), "

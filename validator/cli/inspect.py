@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     from validator.io.index import IndexReport
     from validator.report.results import FileResult
 
+__all__ = ["register", "run_inspect"]
+
 _HEADERS = ["name", "dtype", "shape", "begin", "end", "bytes"]
 
 

@@ -41,6 +41,8 @@ from validator.report.progress import rich_progress
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+__all__ = ["FLAGS", "LineProgress", "options_of", "progress_reporter", "register", "run_scan", "want_progress"]
+
 
 _Callbacks = tuple["Callable[[int], None] | None", "Callable[[], None] | None"]
 

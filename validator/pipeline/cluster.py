@@ -55,6 +55,23 @@ if TYPE_CHECKING:
 
     from validator.pipeline.engine import Job, Options
 
+__all__ = [
+    "BATCH_BYTES",
+    "BATCH_FILES",
+    "CONNECT_TIMEOUT",
+    "DEFAULT_SPLIT",
+    "SPLIT_WORKERS",
+    "WORKER_WAIT",
+    "Address",
+    "ClusterError",
+    "batches",
+    "connect",
+    "parse_address",
+    "scan_batch",
+    "scan_on",
+    "scan_with_client",
+]
+
 DEFAULT_SPLIT: Final = 1 << 30
 SPLIT_WORKERS: Final = 4
 BATCH_BYTES: Final = 64 << 20
