@@ -1,5 +1,5 @@
 # Strategy: the plan of a run, the first stage.  Each target that
-# validator.sources.resolve names is planned by one `match` on its type
+# validator.sources.targets.resolve names is planned by one `match` on its type
 # (plan_target): what the plan reads itself (an index's checks, a header
 # read from standard input or a remote source, a header in `check` and
 # `inspect`), the verdicts the walk already gave (another file's kind, a
