@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Final, Literal, Protocol
 
 from validator._errors import StcheckError
 
@@ -72,7 +72,7 @@ class Signer:
     and its issuer, and a fingerprint (``sha256:HEX`` of the public key's
     DER SubjectPublicKeyInfo, or of the signing certificate's DER)."""
 
-    kind: str
+    kind: Literal["key", "certificate", "keyless"]
     identity: str | None = None
     issuer: str | None = None
     fingerprint: str | None = None
