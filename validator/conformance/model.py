@@ -101,6 +101,7 @@ class Impl:
     cwd: str | None = None  # run the adapter here and pass paths relative to it
     reject_exit: int = REJECT_EXIT  # the exit code that means "rejected" (validator/harness/rejection.py)
     reject_names: tuple[str, ...] = ()  # MODULE:NAME types a command's traceback may name as rejections
+    fuzz_argv: tuple[str, ...] | None = None  # the frame-protocol harness a fuzz campaign drives, if any
 
 
 @dataclass
