@@ -39,6 +39,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+import operator
 import os
 import re
 import signal
@@ -64,12 +65,25 @@ CRASH = 2
 UNAVAILABLE = 3
 
 
-def record(name: str, dtype: object, shape: Iterable[int], data: bytes | None) -> Record:
+def _dim(value: object) -> int | str:
+    """One dimension as the library returned it: an int, else its text.  A
+    header-only loader hands back the header's own values (1e309 is float
+    infinity, 1.5 a float), and describing them must not fail: that would be
+    a crash of the adapter, blamed on the loader."""
+    if isinstance(value, int):
+        return int(value)
+    try:
+        return operator.index(value)  # type: ignore[arg-type]  # numpy and torch integers
+    except TypeError:
+        return repr(value)[:40]
+
+
+def record(name: str, dtype: object, shape: Iterable[object], data: bytes | None) -> Record:
     """One tensor as the library returned it; data None when not readable."""
     return {
         "name": name,
         "dtype": str(dtype),
-        "shape": [int(d) for d in shape],
+        "shape": [_dim(d) for d in shape],
         "nbytes": None if data is None else len(data),
         "sha256": None if data is None else hashlib.sha256(data).hexdigest(),
     }

@@ -14,10 +14,12 @@
 # cause `<class>@<tag>.safetensors`.  Anything else there is ignored.
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shlex
+import signal
 import socket
 import subprocess
 import sys
@@ -198,25 +200,42 @@ def run_campaign(plan: Plan) -> Campaign:
         ]
         if plan.seeds:
             argv += ["--seeds", plan.seeds]
-        try:
-            done = subprocess.run(  # noqa: S603 - our own command line, the harness from the implementations file
-                argv,
-                capture_output=True,
-                text=True,
-                errors="replace",
-                timeout=plan.seconds + _SETTLE_S,
-                env=_campaign_env(plan),
-                cwd=tmp,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            error: str | None = f"the campaign ran past {plan.seconds + _SETTLE_S:g} s and was stopped"
-        else:
-            # 0: nothing found, 1: findings (the fuzz command's exit codes); 2 and the rest: it did not run.
-            last = (done.stderr.strip().splitlines() or done.stdout.strip().splitlines() or ["no output"])[-1]
-            error = None if done.returncode in (0, 1) else f"exit {done.returncode}: {escape_line(last)[:300]}"
+        error = _run(argv, plan, tmp)
         classes, files = read_out(out)
     return Campaign(plan.impl, plan.seconds, time.monotonic() - start, host, classes, error, files)
+
+
+def _run(argv: list[str], plan: Plan, cwd: str) -> str | None:
+    """Run the campaign command in a session of its own; None when it ran, else why not.
+    Past its deadline the whole session (the harnesses included) is killed."""
+    limit = plan.seconds + _SETTLE_S
+    proc = subprocess.Popen(  # noqa: S603 - our own command line, the harness from the implementations file
+        argv,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=_campaign_env(plan),
+        cwd=cwd,
+        start_new_session=True,
+    )
+    try:
+        _, err = proc.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        _kill(proc)
+        return f"the campaign ran past {limit:g} s and was stopped"
+    except BaseException:
+        _kill(proc)
+        raise
+    # 0: nothing found, 1: findings (the fuzz command's exit codes); 2 and the rest: it did not run.
+    if proc.returncode in (0, 1):
+        return None
+    last = (err.decode("utf-8", "replace").strip().splitlines() or ["no output"])[-1]
+    return f"exit {proc.returncode}: {escape_line(last)[:300]}"
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
 
 
 def _note(path: Path) -> dict[str, Any] | None:
@@ -308,7 +327,6 @@ def save(campaign: Campaign, report: Path) -> Campaign:
         for c in campaign.classes
     )
     return replace(campaign, classes=classes, files=())
-
 
 
 def threads(jobs: int) -> Callable[[Callable[[Plan], Campaign], Sequence[Plan]], list[Campaign]]:
