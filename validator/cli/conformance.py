@@ -288,7 +288,7 @@ def _print_campaigns(campaigns: Sequence[Campaign]) -> None:
 
     for c in campaigns:
         counts = ", ".join(
-            f"{heading} {n}" for group, heading, _ in GROUPS if (n := sum(k.group == group for k in c.classes))
+            f"{heading} {n}" for group, heading, _, _ in GROUPS if (n := sum(k.group == group for k in c.classes))
         )
         error = f" (did not finish: {c.error})" if c.error else ""
         _out(

@@ -236,7 +236,7 @@ def answer(load: Loader, path: str, rejects: Callable[[BaseException], bool]) ->
         name = type(exc).__name__ if module == "builtins" else f"{module}.{type(exc).__name__}"
         kind = re.sub(r"[^A-Za-z0-9_.-]+", "_", name) or "exception"
         if rejects(exc):
-            return _one_line(f"reject {kind}: {exc}")
+            return _one_line(f"reject {type(exc).__name__}: {exc}")
         return _one_line(f"crash {kind} {_innermost(exc)}: {exc}")
     return "accept"
 

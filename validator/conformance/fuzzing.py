@@ -38,20 +38,21 @@ if TYPE_CHECKING:
     from validator.conformance.model import Impl
 
 # The four questions a row answers, in the order the page shows them:
-# group, heading, colour (the screenshot test counts these exact RGB values).
+# group, heading, column title, colour (the screenshot test counts these
+# exact RGB values: the matrix's own colours for the same failures).
 GROUPS: Final = (
-    ("accepts", "accepts what it must not", "#ff7f00"),
-    ("rejects", "rejects valid files", "#ffd92f"),
-    ("crashes", "crashes", "#e41a1c"),
-    ("hangs", "hangs", "#202020"),
-    ("other", "wrong data or oracle disagreement", "#b000d8"),
+    ("accepts", "accepts what it must not", "bad accepts", "#ff7f00"),
+    ("rejects", "rejects valid files", "bad rejects", "#ffd92f"),
+    ("crashes", "crashes", "crashes", "#e41a1c"),
+    ("hangs", "hangs", "hangs", "#202020"),
+    ("other", "wrong data or oracle disagreement", "other", "#b000d8"),
 )
 GROUP_NAMES: Final = tuple(g[0] for g in GROUPS)
 MAX_TIMEOUT_S: Final = 10.0  # per input: a loader allowed 90 s per corpus file still answers a frame in 10
 _MAX_NOTE: Final = 1 << 20
 _MAX_REPRODUCER: Final = 1 << 20  # the campaign's inputs stay far below this (--max-len)
 _SETTLE_S: Final = 120.0  # the campaign's own start, seeds and report, on top of --seconds
-_SAFE: Final = re.compile(r"[^A-Za-z0-9_.-]+")
+_SAFE: Final = re.compile(r"[^A-Za-z0-9_.@-]+")
 
 
 def group_of(category: str) -> str:
@@ -111,6 +112,7 @@ class Campaign:
     budget_s: float
     seconds: float
     host: str
+    worker: str | None = None  # the Dask worker that ran it, or None when it ran here
     classes: tuple[FuzzClass, ...] = ()
     error: str | None = None
     files: tuple[tuple[str, bytes], ...] = ()
@@ -122,6 +124,7 @@ class Campaign:
             "budget_s": self.budget_s,
             "seconds": round(self.seconds, 1),
             "host": self.host,
+            "worker": self.worker,
             "error": self.error,
             "classes": [
                 {
@@ -202,7 +205,20 @@ def run_campaign(plan: Plan) -> Campaign:
             argv += ["--seeds", plan.seeds]
         error = _run(argv, plan, tmp)
         classes, files = read_out(out)
-    return Campaign(plan.impl, plan.seconds, time.monotonic() - start, host, classes, error, files)
+    seconds = time.monotonic() - start
+    return Campaign(plan.impl, plan.seconds, seconds, host, _worker(), classes=classes, error=error, files=files)
+
+
+def _worker() -> str | None:
+    """The address of the Dask worker running this, if this is one (distributed
+    is then already imported; it is never imported here for that)."""
+    distributed = sys.modules.get("distributed")
+    if distributed is None:
+        return None
+    try:
+        return str(distributed.get_worker().address)
+    except (ValueError, AttributeError):
+        return None
 
 
 def _run(argv: list[str], plan: Plan, cwd: str) -> str | None:
@@ -284,11 +300,13 @@ def read_out(out: Path) -> tuple[tuple[FuzzClass, ...], tuple[tuple[str, bytes],
             files[name] = cause_data
             causes.append(Cause(escape_line(str(cause))[:300], entry["count"], name, len(cause_data)))
         category = escape_line(note["category"])[:200]
+        # The campaign names its reproducers by its own private folder; the report by the file alone.
+        detail = str(note.get("detail", "")).replace(str(out) + os.sep, "")
         classes.append(
             FuzzClass(
                 category=category,
                 group=group_of(category),
-                detail=escape_line(str(note.get("detail", "")))[:500],
+                detail=escape_line(detail)[:500],
                 file=reproducer.name,
                 size=len(data),
                 causes=tuple(sorted(causes, key=lambda c: (-c.count, c.cause))),
@@ -391,6 +409,7 @@ def read_fuzz_lines(lines: Iterable[dict[str, Any]]) -> list[Campaign]:
                 budget_s=float(doc["budget_s"]),
                 seconds=float(doc["seconds"]),
                 host=str(doc.get("host", "")),
+                worker=doc.get("worker"),
                 classes=classes,
                 error=doc.get("error"),
             )

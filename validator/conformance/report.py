@@ -119,12 +119,12 @@ def _fuzz_markdown(campaigns: Sequence[Campaign]) -> list[str]:
             "0.8.0; classes (causes) per question. Reproducers are under `fuzz/` beside this file."
         ),
         "",
-        "| loader | seconds | " + " | ".join(heading for _, heading, _ in GROUPS) + " |",
+        "| loader | seconds | " + " | ".join(heading for _, heading, _, _ in GROUPS) + " |",
         "| --- | ---: | " + " | ".join("---:" for _ in GROUPS) + " |",
     ]
     for c in campaigns:
         cells = []
-        for group, _, _ in GROUPS:
+        for group, _, _, _ in GROUPS:
             mine = [k for k in c.classes if k.group == group]
             causes = sum(len(k.causes) or 1 for k in mine)
             cells.append(f"{len(mine)} ({causes})" if mine else "")
@@ -211,7 +211,7 @@ def _fuzz_cells(campaign: Campaign | None) -> list[str]:
         return ["<td></td>"] * len(GROUPS)
     esc = html.escape
     cells = []
-    for group, heading, colour in GROUPS:
+    for group, heading, _, colour in GROUPS:
         mine = [k for k in campaign.classes if k.group == group]
         if not mine:
             cells.append('<td class="fz">0</td>' if not campaign.error else '<td class="fz">?</td>')
@@ -239,11 +239,12 @@ def _fuzz_section(campaigns: Sequence[Campaign]) -> list[str]:
             "loader-under-test --persistent --loader-cmd CMD --replay FILE</code>.</p>"
         ),
     ]
-    headings = {g: h for g, h, _ in GROUPS}
+    headings = {g: h for g, h, _, _ in GROUPS}
     for c in campaigns:
         out.append(f'<h3 id="{_anchor(c.impl)}">{esc(c.impl)}</h3>')
         out.append(
             f"<p>{c.seconds:.0f} s for a budget of {c.budget_s:g} s on {esc(c.host)}"
+            + (f", Dask worker {esc(c.worker)}" if c.worker else "")
             + (f"; <b>the campaign did not finish</b>: {esc(c.error)}" if c.error else "")
             + ("; nothing found" if not c.classes else "")
             + "</p>"
@@ -308,7 +309,10 @@ def render_html(  # noqa: PLR0915 - the page, section by section
     )
     by_impl = {c.impl: c for c in campaigns}
     if campaigns:
-        side.extend(f'<th title="fuzz: classes (causes)">fuzz: {esc(heading)}</th>' for _, heading, _ in GROUPS)
+        side.extend(
+            f'<th title="fuzz: {esc(heading)}: classes (causes)">fuzz: {esc(title)}</th>'
+            for _, heading, title, _ in GROUPS
+        )
     side.append("</tr>")
     for impl in impls:
         row = count.get(impl.name, {})
