@@ -90,12 +90,16 @@ def test_the_js_reader_serves_both_protocols():
     one = subprocess.run([*node, str(CORPUS / "y_dtype_f32.safetensors")], capture_output=True, text=True, check=False)
     assert one.returncode == 0, one.stderr
     assert json.loads(one.stdout)["tensors"][0]["shape"] == [2, 3]
-    lines = _persistent([*node, "--persistent"], VALID, _file(b'{"a":{"dtype":"F32","shape":[1],"data_offsets":[4,0]}}'))
+    lines = _persistent(
+        [*node, "--persistent"], VALID, _file(b'{"a":{"dtype":"F32","shape":[1],"data_offsets":[4,0]}}')
+    )
     assert lines[0] == "accept"
     assert lines[1].startswith('reject SafetensorParseError: Failed to parse file model.safetensors: tensor "a" ')
     # Three bytes: the reader takes bytes 0-7 of a 3-byte file as its length.
     short = _persistent([*node, "--persistent"], b"abc")
-    assert short == ["crash RangeError chunk-AXSL4LYE.mjs:7625 (parseSingleFile): Offset is outside the bounds of the DataView"]
+    assert short == [
+        "crash RangeError chunk-AXSL4LYE.mjs:7625 (parseSingleFile): Offset is outside the bounds of the DataView"
+    ]
 
 
 def test_command_implementations_skip_with_their_install_line(tmp_path):
@@ -133,7 +137,12 @@ def _note(out: Path, category: str, data: bytes, causes: dict[str, tuple[int, by
 def test_an_out_folder_is_read_and_saved_beside_the_report(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
-    _note(out, "crash:KeyError", b"k" * 16, {"naive.py:N (load): 'dtype'": (3, b"k" * 20), "naive.py:N (load): 'shape'": (9, b"s" * 18)})
+    _note(
+        out,
+        "crash:KeyError",
+        b"k" * 16,
+        {"naive.py:N (load): 'dtype'": (3, b"k" * 20), "naive.py:N (load): 'shape'": (9, b"s" * 18)},
+    )
     _note(out, "accepts-invalid:buffer-trailing-bytes", b"t" * 15, {"buffer-trailing-bytes": (4, b"t" * 15)})
     (out / "stray.json").write_text("{not json")  # a foreign file is left out, not a traceback
     (out / "linked.json").symlink_to(out / "crash_KeyError.json")
@@ -142,7 +151,10 @@ def test_an_out_folder_is_read_and_saved_beside_the_report(tmp_path):
     crash = classes[1]
     assert crash.group == "crashes"
     assert crash.detail == "crash_KeyError.safetensors:8: detail"  # no private folder in the report
-    assert [(k.cause, k.count) for k in crash.causes] == [("naive.py:N (load): 'shape'", 9), ("naive.py:N (load): 'dtype'", 3)]
+    assert [(k.cause, k.count) for k in crash.causes] == [
+        ("naive.py:N (load): 'shape'", 9),
+        ("naive.py:N (load): 'dtype'", 3),
+    ]
     report = tmp_path / "report"
     planted = report / "fuzz" / "naive"
     planted.mkdir(parents=True)
@@ -171,7 +183,9 @@ def _campaign() -> Campaign:
 def test_the_page_and_the_json_carry_each_loaders_findings():
     campaign = _campaign()
     impls = [Impl(name="naive", argv=(), version="1"), Impl(name="other", argv=(), version="1")]
-    case = Case("y_a.safetensors", CORPUS / "y_a.safetensors", "y", "accept", "accept", (), "", {"kind": "spec", "ref": "x"})
+    case = Case(
+        "y_a.safetensors", CORPUS / "y_a.safetensors", "y", "accept", "accept", (), "", {"kind": "spec", "ref": "x"}
+    )
     results = [Result("naive", case.file, "expected"), Result("other", case.file, "expected")]
     page = render_html(impls, [case], results, "cmd", campaigns=[campaign])
     for title in ("bad accepts", "bad rejects", "crashes", "hangs"):
@@ -191,8 +205,14 @@ def test_the_page_and_the_json_carry_each_loaders_findings():
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--fuzz-seconds", "3"], "stcheck: --fuzz-seconds needs --out DIR: the reproducers are saved beside the report"),
-        (["--cluster", "local:1", "--out", "X"], "stcheck: --cluster runs the fuzz campaigns: give --fuzz-seconds N too"),
+        (
+            ["--fuzz-seconds", "3"],
+            "stcheck: --fuzz-seconds needs --out DIR: the reproducers are saved beside the report",
+        ),
+        (
+            ["--cluster", "local:1", "--out", "X"],
+            "stcheck: --cluster runs the fuzz campaigns: give --fuzz-seconds N too",
+        ),
         (["--fuzz-seconds", "-1"], "stcheck: --fuzz-seconds must be 0 (off) or more"),
     ],
     ids=["no-out", "cluster-alone", "negative"],
@@ -216,7 +236,17 @@ LANGUAGE = {
 
 
 def _matrix(out: Path, seconds: int, *extra: str) -> tuple[subprocess.CompletedProcess[str], list[dict]]:
-    argv = [sys.executable, "-m", "validator", "conformance", "--quiet", "--out", str(out), "--fuzz-seconds", str(seconds)]
+    argv = [
+        sys.executable,
+        "-m",
+        "validator",
+        "conformance",
+        "--quiet",
+        "--out",
+        str(out),
+        "--fuzz-seconds",
+        str(seconds),
+    ]
     argv += ["--files", "y_dtype_f32.safetensors", "--files", "n_buffer_trailing_1_byte.safetensors", *extra]
     if EXT:
         argv += ["--ext", EXT]
@@ -242,7 +272,7 @@ def test_the_matrix_fuzzes_real_loaders(tmp_path):
     out = tmp_path / "report"
     only = [a for name in LOADERS for a in ("--only", name)]
     start = time.monotonic()
-    done, lines = _matrix(out, 4, "--jobs", "2", *only)
+    done, lines = _matrix(out, 2, "--jobs", "2", *only)
     elapsed = time.monotonic() - start
     fuzz = _by_loader(lines)
     skipped = {line["implementation"]: line["skipped"] for line in lines if line["type"] == "implementation"}
@@ -267,10 +297,46 @@ def test_the_matrix_fuzzes_real_loaders(tmp_path):
     page = (out / "results.html").read_text()
     assert '<a href="fuzz/naive/crash_KeyError.safetensors">' in page
     assert "fuzz naive: " in done.stdout
+    _fuzz_columns_in_chromium(out, lines)
     languages = {LANGUAGE[n] for n in ran}
-    print(f"matrix: {len(ran)} loaders in {sorted(languages)}, {elapsed:.1f} s; skipped: {[n for n in LOADERS if n not in ran]}")
+    print(
+        f"matrix: {len(ran)} loaders in {sorted(languages)}, {elapsed:.1f} s; skipped: {[n for n in LOADERS if n not in ran]}"
+    )
     if len(ran) < len(LOADERS):
-        pytest.skip(f"ran {sorted(ran)}; not installed here: " + "; ".join(f"{n}: {skipped[n]}" for n in LOADERS if n not in ran))
+        pytest.skip(
+            f"ran {sorted(ran)}; not installed here: "
+            + "; ".join(f"{n}: {skipped[n]}" for n in LOADERS if n not in ran)
+        )
+
+
+def _fuzz_columns_in_chromium(out: Path, lines: list[dict]) -> None:
+    """The page in headless Chromium: each loader's fuzz cells show one swatch
+    per question it failed, in the matrix's colour for that failure; counted
+    as the pixels the page has beyond the same page without the campaigns."""
+    from test_conformance import _colour_counts, _screenshot
+
+    from validator.conformance.harness import load_cases, read_jsonl
+
+    impls, results = read_jsonl(out / "results.jsonl")
+    cases = [c for c in load_cases(CORPUS) if c.file in {r.file for r in results}]
+    bare = out / "bare.html"
+    bare.write_text(render_html(impls, cases, results, "cmd"), encoding="utf-8")
+    shots = {}
+    for name, page in (("fuzz", out / "results.html"), ("bare", bare)):
+        shots[name] = out.parent / f"{name}.png"
+        _screenshot(page, shots[name], (1700, 1000))
+    keep = os.environ.get("STCHECK_KEEP_SCREENSHOT")
+    if keep:
+        shutil.copy(shots["fuzz"], keep)
+    (_, _, with_fuzz), (_, _, without) = _colour_counts(shots["fuzz"]), _colour_counts(shots["bare"])
+    colour_status = {"#ff7f00": "should-have-rejected", "#ffd92f": "should-have-accepted", "#e41a1c": "crash"}
+    fuzz = _by_loader(lines)
+    for group, _, _, colour in GROUPS:
+        if colour not in colour_status:
+            continue
+        cells = sum(any(c["group"] == group for c in campaign["classes"]) for campaign in fuzz.values())
+        extra = with_fuzz[colour_status[colour]] - without[colour_status[colour]]
+        assert abs(extra - cells * 22 * 14) <= 2 * 22, (group, cells, extra)
 
 
 def _dask() -> list[str]:
@@ -292,10 +358,23 @@ def _scheduler_and_worker():
     port = _free_port()
     address = f"tcp://127.0.0.1:{port}"
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "env": ENV}
-    procs = [subprocess.Popen([*_dask(), "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"], **quiet)]
+    procs = [
+        subprocess.Popen([*_dask(), "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"], **quiet)
+    ]
     procs.append(
         subprocess.Popen(
-            [*_dask(), "worker", address, "--nworkers", "2", "--nthreads", "1", "--host", "127.0.0.1", "--no-dashboard"],
+            [
+                *_dask(),
+                "worker",
+                address,
+                "--nworkers",
+                "2",
+                "--nthreads",
+                "1",
+                "--host",
+                "127.0.0.1",
+                "--no-dashboard",
+            ],
             **quiet,
         )
     )
@@ -308,11 +387,15 @@ def _scheduler_and_worker():
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
         for proc in reversed(procs):
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            _stop(proc)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 @pytest.mark.slow
