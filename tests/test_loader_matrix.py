@@ -49,6 +49,7 @@ def _file(header: bytes, data: bytes = b"") -> bytes:
 VALID = (CORPUS / "y_dtype_f32.safetensors").read_bytes()
 NO_OFFSETS = _file(b'{"a":{"dtype":"F32","shape":[1]}}')
 NOT_JSON = _file(b"{nope")
+NULL_SHAPE = _file(b'{"a":{"dtype":"F32","shape":null,"data_offsets":[0,4]}}', b"\0" * 4)
 INFINITE_DIM = _file(b'{"a":{"dtype":"F32","shape":[1e309],"data_offsets":[0,4]}}', b"\0" * 4)
 
 
@@ -73,6 +74,23 @@ def test_an_infinite_dimension_is_the_loaders_verdict_not_an_adapter_crash():
     # campaign then blamed on the loader as crash:OverflowError.
     lines = _persistent([sys.executable, str(ADAPTERS / "naive.py"), "--persistent"], INFINITE_DIM)
     assert lines == ["accept"]
+
+
+def test_a_shape_the_loader_passes_through_is_described_not_crashed_on():
+    # The naive loader (and huggingface_hub's parser) hand back the header's
+    # `"shape": null` and accept the file: a TypeError in the adapter's
+    # description of it was reported as the loader's crash:TypeError.
+    lines = _persistent([sys.executable, str(ADAPTERS / "naive.py"), "--persistent"], NULL_SHAPE)
+    assert lines == ["accept"]
+    done = subprocess.run(
+        [sys.executable, str(ADAPTERS / "naive.py"), "/dev/stdin"],
+        input=NULL_SHAPE,
+        capture_output=True,
+        env=ENV,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["tensors"][0]["shape"] == ["None"]
 
 
 def _node_adapter() -> list[str]:
@@ -169,6 +187,30 @@ def test_an_out_folder_is_read_and_saved_beside_the_report(tmp_path):
     assert not [p for p in planted.iterdir() if p.name.startswith(".part-")]
 
 
+def test_refusing_an_implementation_defined_file_is_a_class_of_its_own(tmp_path):
+    # safetensors 0.8.0 accepts the array form of an entry and stcheck's strict
+    # profile refuses it: the corpus calls it implementation-defined
+    # (i_entry_array_form), so a loader refusing it is no rejects-valid bug,
+    # while refusing an F6_E2M3 tensor that both accept stays one.
+    out = tmp_path / "out"
+    out.mkdir()
+    array_form = (CORPUS / "i_entry_array_form.safetensors").read_bytes()
+    f6 = (CORPUS / "y_dtype_f6_e2m3.safetensors").read_bytes()
+    _note(
+        out,
+        "rejects-valid",
+        array_form,
+        {"cannot use at() with array": (7, array_form), "unsupported dtype FN_ENMN": (19, f6)},
+    )
+    classes, _ = read_out(out)
+    assert [(c.category, c.group, [k.cause for k in c.causes]) for c in classes] == [
+        ("rejects-valid", "rejects", ["unsupported dtype FN_ENMN"]),
+        ("rejects-implementation-defined", "idef", ["cannot use at() with array"]),
+    ]
+    assert classes[0].file == "rejects-valid@00000001.safetensors"
+    assert classes[1].file == "rejects-valid@00000000.safetensors"
+
+
 def _campaign() -> Campaign:
     causes = (Cause("naive.py:N (load): 'dtype'", 3, "fuzz/naive/crash_KeyError@1.safetensors", 20),)
     classes = (
@@ -194,7 +236,7 @@ def test_the_page_and_the_json_carry_each_loaders_findings():
     assert '<a href="fuzz/naive/crash_KeyError@1.safetensors">20 bytes</a>' in page
     assert "&lt;b&gt;d3&lt;/b&gt;" in page  # a loader's message is text, never markup
     markdown = render_markdown(impls, [case], results, "cmd", [campaign])
-    assert "| naive | 6 of 5 | 1 (1) | 1 (1) | 1 (1) | 1 (1) |  |" in markdown
+    assert "| naive | 6 of 5 | 1 (1) | 1 (1) | 1 (1) | 1 (1) |  |  |" in markdown
     assert "  - 3x `naive.py:N (load): 'dtype'` ([20 bytes](fuzz/naive/crash_KeyError@1.safetensors))" in markdown
     line = campaign.to_json()
     Draft202012Validator(json.loads(SCHEMA.read_text())).validate(line)

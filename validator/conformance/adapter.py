@@ -78,12 +78,22 @@ def _dim(value: object) -> int | str:
         return repr(value)[:40]
 
 
-def record(name: str, dtype: object, shape: Iterable[object], data: bytes | None) -> Record:
+def _shape(shape: object) -> list[int | str]:
+    """A shape as the library returned it; a header-only loader may hand back
+    the header's own `null` or `3`, which it accepted."""
+    try:
+        dims = list(shape)  # type: ignore[call-overload]
+    except TypeError:
+        return [repr(shape)[:40]]
+    return [_dim(d) for d in dims]
+
+
+def record(name: str, dtype: object, shape: object, data: bytes | None) -> Record:
     """One tensor as the library returned it; data None when not readable."""
     return {
         "name": name,
         "dtype": str(dtype),
-        "shape": [_dim(d) for d in shape],
+        "shape": _shape(shape),
         "nbytes": None if data is None else len(data),
         "sha256": None if data is None else hashlib.sha256(data).hexdigest(),
     }

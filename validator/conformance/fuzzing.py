@@ -46,7 +46,13 @@ GROUPS: Final = (
     ("crashes", "crashes", "crashes", "#e41a1c"),
     ("hangs", "hangs", "hangs", "#202020"),
     ("other", "wrong data or oracle disagreement", "other", "#b000d8"),
+    ("idef", "rejects files the corpus leaves to the implementation (i_)", "i_ rejects", "#3182bd"),
 )
+# A file safetensors 0.8.0 accepts and stcheck's strict profile rejects is
+# what the corpus calls implementation-defined (an i_ file: the array form of
+# an entry, a dtype written {"F32": null}); refusing it is no bug, so such
+# causes of rejects-valid move to a class of their own.
+IDEF: Final = "rejects-implementation-defined"
 GROUP_NAMES: Final = tuple(g[0] for g in GROUPS)
 MAX_TIMEOUT_S: Final = 10.0  # per input: a loader allowed 90 s per corpus file still answers a frame in 10
 _MAX_NOTE: Final = 1 << 20
@@ -65,6 +71,8 @@ def group_of(category: str) -> str:
         return "crashes"
     if category == "hang":
         return "hangs"
+    if category == IDEF:
+        return "idef"
     return "other"
 
 
@@ -312,9 +320,31 @@ def read_out(out: Path) -> tuple[tuple[FuzzClass, ...], tuple[tuple[str, bytes],
                 causes=tuple(sorted(causes, key=lambda c: (-c.count, c.cause))),
             )
         )
+    classes = [part for c in classes for part in _split_idef(c, files)]
     order = {g: i for i, g in enumerate(GROUP_NAMES)}
     classes.sort(key=lambda c: (order[c.group], c.category))
     return tuple(classes), tuple(sorted(files.items()))
+
+
+def _strict_rejects(data: bytes) -> bool:
+    from validator._validate import validate  # noqa: PLC0415 - the core, only for rejects-valid classes
+
+    return not validate(data, profile="strict").valid
+
+
+def _split_idef(cls: FuzzClass, files: dict[str, bytes]) -> list[FuzzClass]:
+    """A rejects-valid class, its implementation-defined causes moved to a class of their own."""
+    if cls.category != "rejects-valid":
+        return [cls]
+    causes = cls.causes or (Cause(cls.detail, 1, cls.file, cls.size),)
+    idef = tuple(k for k in causes if _strict_rejects(files[k.file]))
+    valid = tuple(k for k in causes if k not in idef)
+    parts = []
+    for category, group, mine in (("rejects-valid", "rejects", valid), (IDEF, "idef", idef)):
+        if mine:
+            first = min(mine, key=lambda k: (k.size, k.file))
+            parts.append(replace(cls, category=category, group=group, file=first.file, size=first.size, causes=mine))
+    return parts
 
 
 def folder_of(impl: str) -> str:
