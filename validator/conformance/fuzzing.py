@@ -108,6 +108,7 @@ class Plan:
     seconds: float
     timeout_s: float
     seeds: str | None = None
+    memory_mb: int = 0  # the address-space cap of the harness, above what its library maps
     package_root: str | None = None  # put first on the campaign's PYTHONPATH (a worker's own otherwise)
 
 
@@ -159,16 +160,17 @@ def plan_for(impl: Impl, seconds: float, seeds: str | None = None) -> Plan | Non
         seconds=seconds,
         timeout_s=min(impl.timeout_s, MAX_TIMEOUT_S),
         seeds=seeds,
+        memory_mb=impl.memory_mb,
     )
 
 
-def loader_command(plan: Plan, memory_mb: int = 0) -> str:
+def loader_command(plan: Plan) -> str:
     """The --loader-cmd of a plan: its environment travels in the command
     (through env(1)), so a target folder that shadows a library the campaign
     itself imports (an old safetensors) reaches the harness only."""
     env = [f"{k}={v}" for k, v in plan.env]
-    if memory_mb:
-        env.append(f"STCHECK_ADAPTER_MEMORY_MB={memory_mb}")
+    if plan.memory_mb:
+        env.append(f"STCHECK_ADAPTER_MEMORY_MB={plan.memory_mb}")
     return shlex.join(["env", *env, *plan.argv] if env else list(plan.argv))
 
 
