@@ -93,6 +93,25 @@ def test_a_shape_the_loader_passes_through_is_described_not_crashed_on():
     assert json.loads(done.stdout)["tensors"][0]["shape"] == ["None"]
 
 
+def _nested(depth: int) -> bytes:
+    return _file(b"[" * depth + b"]" * depth)
+
+
+def test_a_header_nested_to_the_recursion_limit_replays_as_it_was_found():
+    # The campaign keeps the shortest input of a class, so a RecursionError is
+    # kept at the exact depth where it starts.  huggingface_hub's long run kept
+    # 990 levels that crashed in the persistent harness and were rejected by a
+    # fresh process: the harness called the loader one frame deeper.
+    naive = [sys.executable, str(ADAPTERS / "naive.py")]
+    depths = range(960, 1000)
+    lines = _persistent([*naive, "--persistent"], *(_nested(d) for d in depths))
+    first = next(d for d, line in zip(depths, lines, strict=True) if line.startswith("crash RecursionError "))
+    for depth in (first - 1, first):
+        one = subprocess.run([*naive, "/dev/stdin"], input=_nested(depth), capture_output=True, env=ENV, check=False)
+        crashed_here = lines[depth - depths.start].startswith("crash RecursionError ")
+        assert crashed_here == (b"crash: RecursionError" in one.stderr), (depth, one.stderr[-300:])
+
+
 def _node_adapter() -> list[str]:
     if shutil.which("node") is None:
         pytest.skip("node is not installed (apt-get install nodejs)")

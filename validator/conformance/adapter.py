@@ -219,6 +219,7 @@ def _read_ends(path: str, head: int = 8 << 10, tail: int = 24 << 10) -> str:
 
 
 ENV_MEMORY: Final = "STCHECK_ADAPTER_MEMORY_MB"
+_EXTRA_FRAMES: Final = 1
 
 
 def _one_line(text: str, limit: int = 300) -> str:
@@ -264,6 +265,12 @@ def persistent(load: Loader, rejects: Callable[[BaseException], bool] = default_
     memory_mb = int(os.environ.get(ENV_MEMORY) or 0)
     if memory_mb:
         limit_memory(memory_mb, on_top=True)
+    # answer() calls the loader one frame deeper than `ADAPTER FILE` does
+    # (persistent, answer against run_one).  Python counts frames against the
+    # recursion limit, so without this a header nested just below the limit
+    # crashed here and not in the replay: the campaign kept, as the shortest
+    # reproducer of a RecursionError, a file that a fresh process rejected.
+    sys.setrecursionlimit(sys.getrecursionlimit() + _EXTRA_FRAMES)
     inputs = sys.stdin.buffer
     ramdisk = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None  # noqa: S108 - a private folder inside it
     with tempfile.TemporaryDirectory(prefix="stcheck-adapter-", dir=ramdisk) as tmp:
