@@ -11,14 +11,17 @@
 from __future__ import annotations
 
 import fnmatch
+import json
 import os
 import shlex
 import shutil
 import sys
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from validator._display import escape_line, plural
+from validator._errors import StcheckError
 from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
 from validator.conformance.adapter import ENV_REJECT
 from validator.conformance.harness import (
@@ -43,7 +46,9 @@ from validator.harness.rejection import REJECT_EXIT
 
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Callable, Sequence
 
+    from validator.conformance.fuzzing import Campaign, Plan
     from validator.conformance.harness import Case, Impl, Result
 
 
@@ -107,11 +112,26 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="user mode: address-space cap per file in MiB (default 2048, 0 = none)",
     )
     p.add_argument("--from-jsonl", metavar="FILE", help="do not run anything: re-render --out from a results.jsonl")
+    p.add_argument(
+        "--fuzz-seconds",
+        type=float,
+        default=0,
+        metavar="N",
+        help="matrix mode, with --out: also fuzz each loader whose adapter serves the frame protocol for N seconds "
+        "(stcheck fuzz loader-under-test --persistent); its classes and causes join its row, the reproducers "
+        "go to OUT/fuzz/ (default 0: off)",
+    )
+    p.add_argument(
+        "--cluster",
+        metavar="ADDR",
+        help="with --fuzz-seconds: run one campaign per loader as a Dask task on tcp://HOST:PORT or local:N "
+        "(workers need this checkout and the loaders at the same paths)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(run=run)
 
 
-def _command_line(args: argparse.Namespace) -> str:  # noqa: C901 - one branch per option that shapes the results
+def _command_line(args: argparse.Namespace) -> str:  # noqa: C901, PLR0912 - one branch per option that shapes the results
     parts = ["stcheck", "conformance"]
     if args.corpus:
         parts += ["--corpus", args.corpus]
@@ -135,13 +155,21 @@ def _command_line(args: argparse.Namespace) -> str:  # noqa: C901 - one branch p
         parts += ["--files", glob]
     if args.large:
         parts.append("--large")
+    if args.fuzz_seconds:
+        parts += ["--fuzz-seconds", f"{args.fuzz_seconds:g}"]
+    if args.cluster:
+        parts += ["--cluster", args.cluster]
     if args.out:
         parts += ["--out", args.out]
     env = f"STCHECK_EXT={shlex.quote(args.ext)} " if args.ext else ""
     return env + " ".join(shlex.quote(p) for p in parts)
 
 
-def run(args: argparse.Namespace) -> int:  # noqa: C901 - one branch per option and exit code
+def run(args: argparse.Namespace) -> int:  # noqa: C901, PLR0912 - one branch per option and exit code
+    problem = _fuzz_usage(args)
+    if problem:
+        _err(f"stcheck: {problem}")
+        return EXIT_ERROR
     try:
         corpus = find_corpus(args.corpus)
         cache = Path(args.cache_dir) if args.cache_dir else None
@@ -181,20 +209,92 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901 - one branch per option 
         stop_all()  # an interrupted run leaves no loader running, and starts none
         raise
     command = _command_line(args)
+    campaigns = []
+    if args.fuzz_seconds:
+        try:
+            campaigns = _fuzz(args, impls, find_corpus(args.corpus))
+        except StcheckError as exc:
+            _err(f"stcheck: {exc}")
+            return EXIT_ERROR
     if args.out:
-        from validator.conformance.report import render_html, render_markdown  # noqa: PLC0415 - only when writing
-
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        write_jsonl(out / "results.jsonl", impls, results)
-        (out / "summary.md").write_text(render_markdown(impls, cases, results, command), encoding="utf-8")
-        (out / "results.html").write_text(render_html(impls, cases, results, command), encoding="utf-8")
+        _write(Path(args.out), (impls, cases, results), command, campaigns)
     if args.impl:
         return _scorecard(impls[0], results)
     _print_totals(impls, results)
+    _print_campaigns(campaigns)
     if args.out:
         _out(f"wrote {Path(args.out) / 'results.jsonl'}, summary.md and results.html")
     return _verdict_line(impls, results)
+
+
+def _write(
+    out: Path, run: tuple[list[Impl], list[Case], list[Result]], command: str, campaigns: Sequence[Campaign]
+) -> None:
+    from validator.conformance.report import render_html, render_markdown  # noqa: PLC0415 - only when writing
+
+    impls, cases, results = run
+    out.mkdir(parents=True, exist_ok=True)
+    write_jsonl(out / "results.jsonl", impls, results, [c.to_json() for c in campaigns])
+    (out / "summary.md").write_text(render_markdown(impls, cases, results, command, campaigns), encoding="utf-8")
+    (out / "results.html").write_text(
+        render_html(impls, cases, results, command, campaigns=campaigns), encoding="utf-8"
+    )
+
+
+def _fuzz_usage(args: argparse.Namespace) -> str | None:
+    if args.fuzz_seconds < 0:
+        return "--fuzz-seconds must be 0 (off) or more"
+    if args.cluster and not args.fuzz_seconds:
+        return "--cluster runs the fuzz campaigns: give --fuzz-seconds N too"
+    if args.fuzz_seconds and (args.impl or args.from_jsonl):
+        return "--fuzz-seconds fuzzes the matrix's loaders: not with --impl or --from-jsonl"
+    if args.fuzz_seconds and not args.out:
+        return "--fuzz-seconds needs --out DIR: the reproducers are saved beside the report"
+    return None
+
+
+def _fuzz(args: argparse.Namespace, impls: list[Impl], corpus: Path) -> list[Campaign]:
+    """One campaign per loader that serves the frame protocol, here or on a Dask cluster."""
+    from validator.conformance.fuzzing import plan_for, run_campaigns, threads  # noqa: PLC0415 - only when fuzzing
+
+    plans = [p for p in (plan_for(i, args.fuzz_seconds, str(corpus.resolve())) for i in impls) if p is not None]
+    if not args.quiet:
+        names = ", ".join(p.impl for p in plans) or "none"
+        where = f" on the Dask cluster {args.cluster}" if args.cluster else ""
+        _err(f"fuzzing {plural(len(plans), 'loader')} for {args.fuzz_seconds:g} s each{where}: {names}")
+    mapper = _dask_mapper(args.cluster) if args.cluster else threads(args.jobs)
+    return run_campaigns(plans, Path(args.out), mapper)
+
+
+def _dask_mapper(address: str) -> Callable[[Callable[[Plan], Campaign], Sequence[Plan]], list[Campaign]]:
+    """Each campaign as one Dask task; their findings come back as values and are merged here."""
+    from validator.pipeline.cluster import connect, parse_address  # noqa: PLC0415 - only on a cluster
+
+    where = parse_address(address)
+
+    def mapper(fn: Callable[[Plan], Campaign], plans: Sequence[Plan]) -> list[Campaign]:
+        if not plans:
+            return []
+        with connect(where) as client:
+            run = uuid.uuid4().hex[:8]
+            futures = [client.submit(fn, p, key=f"stcheck-matrix-{run}-{i}", pure=False) for i, p in enumerate(plans)]
+            return [f.result() for f in futures]
+
+    return mapper
+
+
+def _print_campaigns(campaigns: Sequence[Campaign]) -> None:
+    from validator.conformance.fuzzing import GROUPS  # noqa: PLC0415 - only after fuzzing
+
+    for c in campaigns:
+        counts = ", ".join(
+            f"{heading} {n}" for group, heading, _, _ in GROUPS if (n := sum(k.group == group for k in c.classes))
+        )
+        error = f" (did not finish: {c.error})" if c.error else ""
+        _out(
+            f"fuzz {escape_line(c.impl)}: {plural(len(c.classes), 'class', 'classes')}{error}"
+            + (f": {counts}" if counts else "")
+        )
 
 
 def _verdict_line(impls: list[Impl], results: list[Result]) -> int:
@@ -221,19 +321,25 @@ def _verdict_line(impls: list[Impl], results: list[Result]) -> int:
 
 
 def _rerender(args: argparse.Namespace, cases: list[Case]) -> int:
+    from validator.conformance.fuzzing import read_fuzz_lines  # noqa: PLC0415 - only when re-rendering
     from validator.conformance.harness import read_jsonl  # noqa: PLC0415 - only when re-rendering
     from validator.conformance.report import render_html, render_markdown  # noqa: PLC0415 - only when re-rendering
 
     impls, results = read_jsonl(Path(args.from_jsonl))
+    lines = Path(args.from_jsonl).read_text(encoding="utf-8").splitlines()
+    campaigns = read_fuzz_lines(json.loads(line) for line in lines if line.strip())
     names = {r.file for r in results}
     cases = [c for c in cases if c.file in names]
     out = Path(args.out or Path(args.from_jsonl).parent)
     out.mkdir(parents=True, exist_ok=True)
     summary = out / "summary.md"
     command = _regen_command(summary)
-    summary.write_text(render_markdown(impls, cases, results, command), encoding="utf-8")
-    (out / "results.html").write_text(render_html(impls, cases, results, command), encoding="utf-8")
+    summary.write_text(render_markdown(impls, cases, results, command, campaigns), encoding="utf-8")
+    (out / "results.html").write_text(
+        render_html(impls, cases, results, command, campaigns=campaigns), encoding="utf-8"
+    )
     _print_totals(impls, results)
+    _print_campaigns(campaigns)
     return EXIT_OK
 
 

@@ -15,6 +15,16 @@
 # Every file still gets its own process, but a library that takes seconds to
 # import (torch) pays that once.
 #
+# `ADAPTER --persistent` serves `stcheck fuzz loader-under-test --persistent`
+# (the frame protocol of fuzz/README.md) with the same load and the same
+# rejection rule, so a fuzz campaign judges the loader exactly as the matrix
+# does.  Each frame is written to a private file and loaded in this process
+# (thousands of inputs a second rather than one); an exception that is not a
+# rejection is answered `crash <Type> <innermost frame>: <message>` and the
+# session goes on.  The loader's own writes to stdout go to stderr, so they
+# cannot break the protocol; STCHECK_ADAPTER_MEMORY_MB caps the address
+# space on top of what the imported library maps.
+#
 # Which exceptions count as a rejection: ONE rule, shared with `stcheck fuzz
 # loader-under-test` and stated in full in validator/harness/rejection.py.  A loader
 # rejects a file cleanly only when it raises an exception of a type it
@@ -29,14 +39,17 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+import operator
 import os
+import re
 import signal
+import struct
 import sys
 import tempfile
 import time
 import traceback
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, BinaryIO, Final
 
 from validator.harness.rejection import is_rejection
 
@@ -52,12 +65,35 @@ CRASH = 2
 UNAVAILABLE = 3
 
 
-def record(name: str, dtype: object, shape: Iterable[int], data: bytes | None) -> Record:
+def _dim(value: object) -> int | str:
+    """One dimension as the library returned it: an int, else its text.  A
+    header-only loader hands back the header's own values (1e309 is float
+    infinity, 1.5 a float), and describing them must not fail: that would be
+    a crash of the adapter, blamed on the loader."""
+    if isinstance(value, int):
+        return int(value)
+    try:
+        return operator.index(value)  # type: ignore[arg-type]  # numpy and torch integers
+    except TypeError:
+        return repr(value)[:40]
+
+
+def _shape(shape: object) -> list[int | str]:
+    """A shape as the library returned it; a header-only loader may hand back
+    the header's own `null` or `3`, which it accepted."""
+    try:
+        dims = list(shape)  # type: ignore[call-overload]
+    except TypeError:
+        return [repr(shape)[:40]]
+    return [_dim(d) for d in dims]
+
+
+def record(name: str, dtype: object, shape: object, data: bytes | None) -> Record:
     """One tensor as the library returned it; data None when not readable."""
     return {
         "name": name,
         "dtype": str(dtype),
-        "shape": [int(d) for d in shape],
+        "shape": _shape(shape),
         "nbytes": None if data is None else len(data),
         "sha256": None if data is None else hashlib.sha256(data).hexdigest(),
     }
@@ -182,16 +218,84 @@ def _read_ends(path: str, head: int = 8 << 10, tail: int = 24 << 10) -> str:
     return data.decode("utf-8", "replace")
 
 
+ENV_MEMORY: Final = "STCHECK_ADAPTER_MEMORY_MB"
+_EXTRA_FRAMES: Final = 1
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    return " ".join(text.split())[:limit]
+
+
+def _innermost(exc: BaseException) -> str:
+    """`file.py:LINE (function)` of the frame that raised, the crash's cause."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return "?"
+    last = frames[-1]
+    return f"{Path(last.filename).name}:{last.lineno} ({last.name})"
+
+
+def answer(load: Loader, path: str, rejects: Callable[[BaseException], bool]) -> str:
+    """The frame protocol's answer line for one file, under the matrix's rule."""
+    try:
+        for _ in load(path):
+            pass
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - classifying every failure is the point
+        module = type(exc).__module__.rsplit(".", 1)[-1].lstrip("_")
+        name = type(exc).__name__ if module == "builtins" else f"{module}.{type(exc).__name__}"
+        kind = re.sub(r"[^A-Za-z0-9_.-]+", "_", name) or "exception"
+        if rejects(exc):
+            return _one_line(f"reject {type(exc).__name__}: {exc}")
+        return _one_line(f"crash {kind} {_innermost(exc)}: {exc}")
+    return "accept"
+
+
+def _read_exactly(stream: BinaryIO, size: int) -> bytes | None:
+    data = stream.read(size)
+    return data if len(data) == size else None
+
+
+def persistent(load: Loader, rejects: Callable[[BaseException], bool] = default_rejects) -> int:
+    """Serve the frame protocol on stdin/stdout until stdin ends."""
+    protocol = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
+    os.dup2(2, 1)  # the loader's prints, from Python or native code, go to stderr
+    sys.stdout = sys.stderr
+    memory_mb = int(os.environ.get(ENV_MEMORY) or 0)
+    if memory_mb:
+        limit_memory(memory_mb, on_top=True)
+    # answer() calls the loader one frame deeper than `ADAPTER FILE` does
+    # (persistent, answer against run_one).  Python counts frames against the
+    # recursion limit, so without this a header nested just below the limit
+    # crashed here and not in the replay: the campaign kept, as the shortest
+    # reproducer of a RecursionError, a file that a fresh process rejected.
+    sys.setrecursionlimit(sys.getrecursionlimit() + _EXTRA_FRAMES)
+    inputs = sys.stdin.buffer
+    ramdisk = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None  # noqa: S108 - a private folder inside it
+    with tempfile.TemporaryDirectory(prefix="stcheck-adapter-", dir=ramdisk) as tmp:
+        path = str(Path(tmp) / "input.safetensors")
+        while (head := _read_exactly(inputs, 4)) is not None:
+            data = _read_exactly(inputs, struct.unpack("<I", head)[0])
+            if data is None:
+                break
+            Path(path).write_bytes(data)
+            protocol.write(answer(load, path, rejects) + "\n")
+    return ACCEPT
+
+
 def main(load: Loader, version: Callable[[], str], rejects: Callable[[BaseException], bool] = default_rejects) -> int:
-    """Entry point of an adapter script: --probe, --serve or FILE."""
+    """Entry point of an adapter script: --probe, --serve, --persistent or FILE."""
     args = sys.argv[1:]
     if args == ["--probe"]:
         sys.stdout.write(json.dumps({"version": version()}) + "\n")
         return ACCEPT
     if args == ["--serve"]:
         return serve(load, rejects)
+    if args == ["--persistent"]:
+        return persistent(load, rejects)
     if len(args) != 1:
-        sys.stderr.write("usage: ADAPTER FILE | --probe | --serve\n")
+        sys.stderr.write("usage: ADAPTER FILE | --probe | --serve | --persistent\n")
         return CRASH
     return run_one(load, args[0], rejects)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -103,6 +104,40 @@ def package_root() -> str:
     return str(_PACKAGE_PARENT)
 
 
+def _command_impl(item: dict[str, Any], corpus: Path, ext: str | None) -> Impl:
+    """An implementation run as its own program (`command` in the file): a
+    native binary or a script of another language, taking FILE, and
+    --persistent for a fuzz campaign; --probe only when `probe` says so."""
+    name = item["name"]
+    install = item.get("install", "")
+    words = [str(w) for w in item["command"]]
+    skip = None
+    if any("{ext}" in w for w in words) and not ext:
+        skip = f"STCHECK_EXT is not set; install with: {install}"
+    where = {"{ext}": str(Path(ext).resolve()) if ext else "", "{corpus}": str(corpus)}
+    for key, value in where.items():
+        words = [w.replace(key, value) for w in words]
+    program = words[0]
+    if skip is None and shutil.which(program) is None and not Path(program).is_file():
+        skip = f"{program} not found; install with: {install.replace('$STCHECK_EXT', ext or '$STCHECK_EXT')}"
+    probes = bool(item.get("probe", False))
+    return Impl(
+        name=name,
+        argv=(*words, "{path}"),
+        probe_argv=(*words, "--probe") if probes and skip is None else None,
+        env={str(k): str(v) for k, v in item.get("env", {}).items()},
+        memory_mb=int(item.get("memory_mb", DEFAULT_MEMORY_MB)),
+        timeout_s=float(item.get("timeout_s", DEFAULT_TIMEOUT_S)),
+        version=None if probes else item.get("version"),
+        expect_version=item.get("version") if probes else None,
+        install=install,
+        notes=item.get("notes", ""),
+        skip_reason=skip,
+        cwd=str(corpus),
+        fuzz_argv=(*words, "--persistent") if item.get("fuzz", True) else None,
+    )
+
+
 def load_impls(corpus: Path, ext: str | None, only: Sequence[str] = ()) -> list[Impl]:
     """The implementations file as Impl objects (unprobed)."""
     corpus = corpus.resolve()  # adapters run with the corpus as working directory
@@ -111,6 +146,9 @@ def load_impls(corpus: Path, ext: str | None, only: Sequence[str] = ()) -> list[
     for item in doc.get("implementation", []):
         name = item["name"]
         if only and name not in only:
+            continue
+        if "command" in item:
+            impls.append(_command_impl(item, corpus, ext))
             continue
         adapter = corpus / "adapters" / item["adapter"]
         argv = (sys.executable, str(adapter))
@@ -126,6 +164,7 @@ def load_impls(corpus: Path, ext: str | None, only: Sequence[str] = ()) -> list[
             install=item.get("install", ""),
             notes=item.get("notes", ""),
             cwd=str(corpus),
+            fuzz_argv=(*argv, "--persistent") if item.get("fuzz", True) else None,
         )
         target = item.get("target")
         paths = [package_root()]

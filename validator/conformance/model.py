@@ -101,6 +101,7 @@ class Impl:
     cwd: str | None = None  # run the adapter here and pass paths relative to it
     reject_exit: int = REJECT_EXIT  # the exit code that means "rejected" (validator/harness/rejection.py)
     reject_names: tuple[str, ...] = ()  # MODULE:NAME types a command's traceback may name as rejections
+    fuzz_argv: tuple[str, ...] | None = None  # the frame-protocol harness a fuzz campaign drives, if any
 
 
 @dataclass
@@ -165,12 +166,17 @@ def impl_json(impl: Impl) -> dict[str, Any]:
     }
 
 
-def write_jsonl(path: Path, impls: Sequence[Impl], results: Sequence[Result]) -> None:
+def write_jsonl(
+    path: Path, impls: Sequence[Impl], results: Sequence[Result], extra: Sequence[dict[str, Any]] = ()
+) -> None:
+    """results.jsonl: the implementations, their results, then `extra` lines (the fuzz campaigns)."""
     with path.open("w", encoding="utf-8") as f:
         for impl in impls:
             f.write(json.dumps(impl_json(impl), ensure_ascii=False) + "\n")
         for r in results:
             f.write(json.dumps(r.to_json(), ensure_ascii=False) + "\n")
+        for doc in extra:
+            f.write(json.dumps(doc, ensure_ascii=False) + "\n")
 
 
 def read_jsonl(path: Path) -> tuple[list[Impl], list[Result]]:

@@ -10,11 +10,13 @@ import html
 import json
 from typing import TYPE_CHECKING, Final
 
+from validator.conformance.fuzzing import GROUPS
 from validator.conformance.model import SEVERITY, STATUS_TABLE, STATUSES, totals, worst
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from validator.conformance.fuzzing import Campaign
     from validator.conformance.model import Case, Impl, Result
 
 # Per status, from the status table: its colour, legend label and cell text.
@@ -36,8 +38,15 @@ def _counted(impls: Sequence[Impl], results: Sequence[Result]) -> tuple[dict[str
     return count, [s for s in STATUSES if any(count.get(i.name, {}).get(s) for i in impls)]
 
 
-def render_markdown(impls: Sequence[Impl], cases: Sequence[Case], results: Sequence[Result], command: str) -> str:
-    """The summary: totals per implementation and its most serious finding."""
+def render_markdown(
+    impls: Sequence[Impl],
+    cases: Sequence[Case],
+    results: Sequence[Result],
+    command: str,
+    campaigns: Sequence[Campaign] = (),
+) -> str:
+    """The summary: totals per implementation and its most serious finding,
+    then each loader's fuzz campaign when there were any."""
     count, shown = _counted(impls, results)
     bad = worst(results)
     lines = [
@@ -90,7 +99,50 @@ def render_markdown(impls: Sequence[Impl], cases: Sequence[Case], results: Seque
         if not any(r is not None and SEVERITY[r.status] >= 2 for r in cells):
             continue
         lines.append(f"| {case.file} | " + " | ".join(abbrev[r.status] if r else "" for r in cells) + " |")
+    lines += _fuzz_markdown(campaigns)
     return "\n".join(lines) + "\n"
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("`", "'")
+
+
+def _fuzz_markdown(campaigns: Sequence[Campaign]) -> list[str]:
+    if not campaigns:
+        return []
+    lines = [
+        "",
+        "## Fuzz campaigns",
+        "",
+        (
+            "One campaign of `stcheck fuzz loader-under-test --persistent` per loader, judged against safetensors "
+            "0.8.0; classes (causes) per question. Reproducers are under `fuzz/` beside this file."
+        ),
+        "",
+        "| loader | seconds | " + " | ".join(heading for _, heading, _, _ in GROUPS) + " |",
+        "| --- | ---: | " + " | ".join("---:" for _ in GROUPS) + " |",
+    ]
+    for c in campaigns:
+        cells = []
+        for group, _, _, _ in GROUPS:
+            mine = [k for k in c.classes if k.group == group]
+            causes = sum(len(k.causes) or 1 for k in mine)
+            cells.append(f"{len(mine)} ({causes})" if mine else "")
+        status = f" (error: {_md(c.error)})" if c.error else ""
+        lines.append(f"| {c.impl}{status} | {c.seconds:.0f} of {c.budget_s:g} | " + " | ".join(cells) + " |")
+    for c in campaigns:
+        lines += ["", f"### {c.impl}", ""]
+        if c.error:
+            lines.append(f"- the campaign did not finish: {_md(c.error)}")
+        if not c.classes:
+            lines.append("- nothing found")
+        for k in c.classes:
+            lines.append(f"- **{_md(k.category)}** ([{k.size} bytes]({k.file})): {_md(k.detail[:300])}")
+            lines.extend(
+                f"  - {cause.count}x `{_md(cause.cause[:200])}` ([{cause.size} bytes]({cause.file}))"
+                for cause in k.causes
+            )
+    return lines
 
 
 _CSS: Final = """
@@ -121,6 +173,13 @@ table.m tr.tot td{font:9px/16px ui-monospace,monospace;letter-spacing:-0.5px;tex
   border:1px solid #aaa;padding:10px;box-shadow:0 2px 8px rgba(0,0,0,.2);display:none;white-space:pre-wrap;
   font:12px/1.4 ui-monospace,monospace}
 #detail b{font-family:system-ui,sans-serif}
+table.totals td.fz{text-align:left}
+i.fz{display:inline-block;width:22px;height:14px;vertical-align:middle;margin-right:3px}
+section.fuzz{margin:18px 0 0;max-width:1100px}
+section.fuzz h2{font-size:16px;margin:14px 0 4px}
+section.fuzz h3{font-size:14px;margin:10px 0 2px}
+section.fuzz ul{margin:2px 0 6px;padding-left:20px}
+section.fuzz code{font:11px ui-monospace,monospace}
 """
 
 _JS: Final = """
@@ -142,14 +201,87 @@ box.addEventListener('click', () => { box.style.display = 'none'; });
 """
 
 
+def _anchor(impl: str) -> str:
+    return "fuzz-" + "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in impl)
+
+
+def _fuzz_cells(campaign: Campaign | None) -> list[str]:
+    """The row's fuzz columns: per question, a swatch and the classes (causes) found, linked to the details."""
+    if campaign is None:
+        return ["<td></td>"] * len(GROUPS)
+    esc = html.escape
+    cells = []
+    for group, heading, _, colour in GROUPS:
+        mine = [k for k in campaign.classes if k.group == group]
+        if not mine:
+            cells.append('<td class="fz">0</td>' if not campaign.error else '<td class="fz">?</td>')
+            continue
+        causes = sum(len(k.causes) or 1 for k in mine)
+        tip = f"{campaign.impl} {heading}: " + ", ".join(k.category for k in mine)
+        cells.append(
+            f'<td class="fz" data-fuzz="{esc(group)}" title="{esc(tip)}"><a href="#{_anchor(campaign.impl)}">'
+            f'<i class="fz" style="background:{colour}"></i>{len(mine)} ({causes})</a></td>'
+        )
+    return cells
+
+
+def _fuzz_section(campaigns: Sequence[Campaign]) -> list[str]:
+    """Each loader's classes, their causes and the reproducers, linked (files beside the page)."""
+    if not campaigns:
+        return []
+    esc = html.escape
+    out = [
+        '<section class="fuzz"><h2>Fuzz campaigns</h2>',
+        (
+            "<p>One campaign of <code>stcheck fuzz loader-under-test --persistent</code> per loader, each input "
+            "judged against safetensors 0.8.0 and stcheck's reference profile. Per class: its shortest reproducer, "
+            "then one per root cause with how often it was seen. Replay one with <code>stcheck fuzz "
+            "loader-under-test --persistent --loader-cmd CMD --replay FILE</code>.</p>"
+        ),
+    ]
+    headings = {g: h for g, h, _, _ in GROUPS}
+    for c in campaigns:
+        out.append(f'<h3 id="{_anchor(c.impl)}">{esc(c.impl)}</h3>')
+        out.append(
+            f"<p>{c.seconds:.0f} s for a budget of {c.budget_s:g} s on {esc(c.host)}"
+            + (f", Dask worker {esc(c.worker)}" if c.worker else "")
+            + (f"; <b>the campaign did not finish</b>: {esc(c.error)}" if c.error else "")
+            + ("; nothing found" if not c.classes else "")
+            + "</p>"
+        )
+        if not c.classes:
+            continue
+        out.append("<ul>")
+        for k in c.classes:
+            link = f'<a href="{esc(k.file)}">{k.size} bytes</a>'
+            out.append(
+                f"<li><b>{esc(k.category)}</b> ({esc(headings.get(k.group, k.group))}, {link}): "
+                f"<code>{esc(k.detail[:300])}</code>"
+            )
+            if k.causes:
+                out.append("<ul>")
+                out.extend(
+                    f"<li>{cause.count}&times; <code>{esc(cause.cause[:200])}</code> "
+                    f'<a href="{esc(cause.file)}">{cause.size} bytes</a></li>'
+                    for cause in k.causes
+                )
+                out.append("</ul>")
+            out.append("</li>")
+        out.append("</ul>")
+    out.append("</section>")
+    return out
+
+
 def render_html(  # noqa: PLR0915 - the page, section by section
     impls: Sequence[Impl],
     cases: Sequence[Case],
     results: Sequence[Result],
     command: str,
     title: str = "stcheck conformance matrix",
+    *,
+    campaigns: Sequence[Campaign] = (),
 ) -> str:
-    """The self-contained results page."""
+    """The self-contained results page (the fuzz columns and section when campaigns ran)."""
     esc = html.escape
     by_key = {(r.impl, r.file): r for r in results}
     count, shown = _counted(impls, results)
@@ -175,12 +307,20 @@ def render_html(  # noqa: PLR0915 - the page, section by section
     side.extend(
         f'<th title="{esc(s)}: {esc(LABELS[s])}">{swatch.format(COLOURS[s])} {esc(SHORT[s])}</th>' for s in shown
     )
+    by_impl = {c.impl: c for c in campaigns}
+    if campaigns:
+        side.extend(
+            f'<th title="fuzz: {esc(heading)}: classes (causes)">fuzz: {esc(title)}</th>'
+            for _, heading, title, _ in GROUPS
+        )
     side.append("</tr>")
     for impl in impls:
         row = count.get(impl.name, {})
         note = esc(impl.skip_reason or impl.notes)
         side.append(f'<tr title="{note}"><td>{esc(impl.name)}</td><td>{esc(_version(impl))}</td>')
         side.extend(f"<td>{row.get(s, 0) or ''}</td>" for s in shown)
+        if campaigns:
+            side.extend(_fuzz_cells(by_impl.get(impl.name)))
         side.append("</tr>")
     side.append("</table></div>")
     # The matrix.
@@ -237,6 +377,7 @@ def render_html(  # noqa: PLR0915 - the page, section by section
     out.append("<td></td></tr></tbody></table></div>")
     out.extend(side)
     out.append("</div>")
+    out.extend(_fuzz_section(campaigns))
     payload = json.dumps({"results": data_results, "cases": data_cases}, ensure_ascii=True).replace("</", "<\\/")
     out.append(f'<script type="application/json" id="data">{payload}</script>')
     out.append('<div id="detail" title="click to close"></div>')
