@@ -1,5 +1,5 @@
 # Strategy: `stcheck conformance`, the command line of the harness in
-# _conformance.py.  Two modes:
+# validator/conformance/.  Two modes:
 #
 # - matrix mode (default): every implementation in corpus/implementations.toml
 #   over the corpus; prints the totals and, with --out, writes results.jsonl,
@@ -50,6 +50,8 @@ if TYPE_CHECKING:
 
     from validator.conformance.fuzzing import Campaign, Plan
     from validator.conformance.harness import Case, Impl, Result
+
+__all__ = ["register", "run"]
 
 
 def _out(text: str) -> None:

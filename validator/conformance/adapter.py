@@ -59,6 +59,26 @@ if TYPE_CHECKING:
     Record = dict[str, Any]
     Loader = Callable[[str], Iterable[Record]]
 
+__all__ = [
+    "ACCEPT",
+    "CRASH",
+    "ENV_MEMORY",
+    "ENV_REJECT",
+    "REJECT",
+    "UNAVAILABLE",
+    "answer",
+    "default_rejects",
+    "limit_memory",
+    "load_callable",
+    "main",
+    "module_version",
+    "persistent",
+    "record",
+    "run_one",
+    "serve",
+    "tensor_bytes",
+]
+
 ACCEPT = 0
 REJECT = 1
 CRASH = 2

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
     from validator.conformance.model import Case, Impl, Raw
 
+__all__ = ["Declared", "check_data", "classify", "declared", "locate"]
+
 _LOCATE_LIMIT: Final = 1 << 16
 
 

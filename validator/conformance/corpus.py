@@ -21,6 +21,8 @@ from validator.conformance.model import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, Ca
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+__all__ = ["find_corpus", "load_cases", "load_impls", "materialise_large", "package_root", "user_impl"]
+
 # The directory holding the `validator` package: the repository root when it
 # is imported from a checkout (an editable install included), site-packages
 # when it is installed.

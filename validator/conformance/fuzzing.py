@@ -37,6 +37,27 @@ if TYPE_CHECKING:
 
     from validator.conformance.model import Impl
 
+__all__ = [
+    "GROUPS",
+    "GROUP_NAMES",
+    "IDEF",
+    "MAX_TIMEOUT_S",
+    "Campaign",
+    "Cause",
+    "FuzzClass",
+    "Plan",
+    "folder_of",
+    "group_of",
+    "loader_command",
+    "plan_for",
+    "read_fuzz_lines",
+    "read_out",
+    "run_campaign",
+    "run_campaigns",
+    "save",
+    "threads",
+]
+
 # The four questions a row answers, in the order the page shows them:
 # group, heading, column title, colour (the screenshot test counts these
 # exact RGB values: the matrix's own colours for the same failures).

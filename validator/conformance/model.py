@@ -29,6 +29,26 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
     from pathlib import Path
 
+__all__ = [
+    "DEFAULT_MEMORY_MB",
+    "DEFAULT_TIMEOUT_S",
+    "FAILING",
+    "SEVERITY",
+    "STATUSES",
+    "STATUS_TABLE",
+    "Case",
+    "ConformanceError",
+    "Impl",
+    "Raw",
+    "Result",
+    "Status",
+    "impl_json",
+    "read_jsonl",
+    "totals",
+    "worst",
+    "write_jsonl",
+]
+
 
 class Status(NamedTuple):
     """One status and how it is judged and drawn."""

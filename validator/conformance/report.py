@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from validator.conformance.fuzzing import Campaign
     from validator.conformance.model import Case, Impl, Result
 
+__all__ = ["COLOURS", "LABELS", "SHORT", "render_html", "render_markdown"]
+
 # Per status, from the status table: its colour, legend label and cell text.
 COLOURS: Final = {s.name: s.colour for s in STATUS_TABLE}
 LABELS: Final = {s.name: s.label for s in STATUS_TABLE}

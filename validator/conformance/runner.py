@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
     from validator.conformance.model import Case, Impl
 
+__all__ = ["PROBE_TIMEOUT_S", "SIGALRM", "Server", "probe", "run_all", "run_command", "run_impl"]
+
 PROBE_TIMEOUT_S: Final = 180.0
 SIGALRM: Final = 14
 
