@@ -23,7 +23,7 @@ from validator.fuzz import loader_under_test as _fuzz_yours
 from validator.fuzz import mutator
 from validator.fuzz import supervisor as _fuzz_runner
 from validator.fuzz import targets as _fuzz_targets
-from validator.fuzz.config import CampaignConfig
+from validator.fuzz.config import CampaignConfig, LoaderSpec, build_loader
 from validator.fuzz.mutator import byte_mutate, mutate
 from validator.fuzz.seeds import build, dictionary_text, seed_files
 from validator.fuzz.targets import TARGETS, InvariantError
@@ -276,7 +276,7 @@ def test_mutator_is_deterministic_per_seed_and_falls_back_to_bytes():
 @pytest.fixture
 def naive(monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT))
-    return _fuzz_yours.LoaderUnderTest(function=_fuzz_yours._import(NAIVE))
+    return build_loader(CampaignConfig("loader-under-test", loader=LoaderSpec(function=NAIVE)))
 
 
 def _categories(loader: _fuzz_yours.LoaderUnderTest, data: bytes) -> list[str]:

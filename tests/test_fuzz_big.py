@@ -21,6 +21,8 @@ from pathlib import Path
 import pytest
 
 from validator.fuzz import _big
+from validator.fuzz._child import child_env
+from validator.fuzz.config import BIG_ENV, CONFIG_ENV, LOADER_UNDER_TEST, CampaignConfig, big_settings
 from validator.fuzz.mutator import mutate
 from validator.fuzz.seeds import seed_files
 
@@ -102,12 +104,40 @@ def test_family_is_picked_at_its_rate(monkeypatch: pytest.MonkeyPatch) -> None:
     picked = sum(_big.chosen(seed * 100 + 7) for seed in range(20_000))
     assert 0.02 < picked / 20_000 < 0.04  # the default, 3%
     assert not any(_big.chosen(seed, 0.0) for seed in range(0, 2_000_000, 97))
-    monkeypatch.setenv(_big.ENV_RATE, "0.5")
-    assert _big.rate() == 0.5
-    monkeypatch.setenv(_big.ENV_RATE, "nonsense")
-    assert _big.rate() == _big.DEFAULT_RATE
-    monkeypatch.setenv(_big.ENV_BUDGET, "1048576")
-    assert _big.budget() == 1 << 20
+    # Without a campaign's configuration (an entry point of fuzz/ run by hand): the two variables.
+    monkeypatch.delenv(CONFIG_ENV, raising=False)
+    monkeypatch.setenv(BIG_ENV[0], "0.5")
+    assert big_settings()[0] == 0.5
+    monkeypatch.setenv(BIG_ENV[0], "nonsense")
+    assert big_settings()[0] == _big.DEFAULT_RATE
+    monkeypatch.setenv(BIG_ENV[1], "1048576")
+    assert big_settings()[1] == 1 << 20
+
+
+def test_the_campaigns_configuration_sets_the_rate_and_budget_over_the_variables() -> None:
+    config = CampaignConfig(LOADER_UNDER_TEST, big_rate=0.25, big_max_bytes=1 << 20)
+    env = {**config.child_env(), BIG_ENV[0]: "0.9", BIG_ENV[1]: "99"}
+    assert big_settings(env) == (0.25, 1 << 20)
+    assert big_settings(CampaignConfig(LOADER_UNDER_TEST, big_rate=0.0).child_env())[0] == 0.0
+    assert big_settings({CONFIG_ENV: "not json", BIG_ENV[0]: "0.5"})[0] == _big.DEFAULT_RATE  # broken: the default
+    assert big_settings({}) == (0.03, 16 << 20)
+
+
+@pytest.mark.parametrize(("rate", "share"), [(0.0, 0.0), (0.5, 0.5)])
+def test_a_fuzzing_child_takes_the_family_at_the_campaigns_rate(rate: float, share: float) -> None:
+    """AFL++'s custom mutator in a child started with the campaign's one variable (as afl-fuzz starts it)."""
+    config = CampaignConfig(LOADER_UNDER_TEST, big_rate=rate, big_max_bytes=1 << 16)
+    code = (
+        "from validator.fuzz import _big, afl_mutator\n"
+        "afl_mutator.init(1)\n"
+        "picked = sum(_big.chosen(s * 100 + 7) for s in range(4000)) / 4000\n"
+        "print(picked, _big.budget())"
+    )
+    env = child_env(config.child_env(), {k: v for k, v in os.environ.items() if k not in BIG_ENV})
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, check=True)
+    picked, budget = done.stdout.split()
+    assert abs(float(picked) - share) < 0.05
+    assert int(budget) == 1 << 16
 
 
 def test_mutator_takes_the_family_within_max_size() -> None:
@@ -157,9 +187,8 @@ def test_a_60_s_campaign_finds_the_planted_stack_overflow(tmp_path: Path) -> Non
     else:
         pytest.importorskip("atheris", reason="neither afl-fuzz nor atheris is installed")
         _make(tmp_path, "deep")
-        # libFuzzer grows its inputs slowly unless told not to (-len_control=0).
+        # loader-under-test's defaults: inputs up to 1 MiB, with -len_control=0.
         engine = ["--persistent", "--loader-cmd", f"{tmp_path / 'deep'} --persistent"]
-        engine += ["--max-len", str(1 << 20), "--engine-arg=-len_control=0"]
     out = tmp_path / "out"
     argv = [sys.executable, "-m", "validator", "fuzz", "loader-under-test", *engine, "--seconds", "60"]
     argv += ["--out", str(out), "--workdir", str(tmp_path / "work"), "--seeds", str(tmp_path / "no-extra-seeds")]

@@ -4,6 +4,7 @@ and --jobs N engine processes whose findings land in one report."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import os
 import re
 import shutil
@@ -113,7 +114,7 @@ def test_the_command_line_only_parses_and_prints() -> None:
 
 def test_only_the_config_module_names_the_childs_variable() -> None:
     for path in [*FUZZ.glob("*.py"), ROOT / "validator" / "cli" / "fuzz.py"]:
-        if path.name in {"config.py", "loader_under_test.py"}:  # loader_under_test: the old from_env, unused
+        if path.name == "config.py":
             continue
         assert "STCHECK_FUZZ" not in path.read_text(encoding="utf-8"), path
 
@@ -237,3 +238,50 @@ def test_persistent_jobs_2_serves_the_campaign_with_two_harnesses_and_one_report
     assert classes, log
     assert all(c.startswith("accepts-invalid:") for c in classes), classes  # found by either job, one --out
     assert re.search(r"problem classes \(reproducers in ", log), log
+
+
+def _parsed(*argv: str) -> CampaignConfig:
+    """The configuration `stcheck fuzz ARGV` builds (parsed only: nothing runs)."""
+    from validator.cli import fuzz as cli_fuzz
+    from validator.cli.main import build_parser
+
+    return cli_fuzz._config(build_parser().parse_args(["fuzz", *argv, "--seeds", "none"]))
+
+
+def test_the_big_familys_flags_travel_in_the_one_configuration(tmp_path: Path) -> None:
+    assert (_parsed("loader-under-test").big_rate, _parsed("all").big_max_bytes) == (0.03, 16 << 20)
+    config = _parsed("loader-under-test", "--loader", "m:f", "--big-rate", "0", "--big-max-bytes", "1048576")
+    assert (config.big_rate, config.big_max_bytes) == (0.0, 1 << 20)
+    assert from_env(config.child_env()) == config
+    # AFL++'s custom mutator runs inside afl-fuzz: the variable reaches it too.
+    afl = dataclasses.replace(config, engine="aflpp", loader=LoaderSpec(command="bin @@", out_dir=str(tmp_path)))
+    assert from_env(aflpp._env(afl, base={})).big_rate == 0.0
+
+
+def test_loader_under_test_gets_inputs_up_to_1_mib_at_once_under_atheris(tmp_path: Path) -> None:
+    assert _parsed("loader-under-test", "--loader", "m:f").input_limit() == 1 << 20
+    assert _parsed("validate").input_limit() == 16384
+    assert _parsed("loader-under-test", "--loader", "m:f", "--max-len", "4096").input_limit() == 4096
+    config = dataclasses.replace(_config(tmp_path, function="m:f"), engine_args=("-len_control=100",))
+    job = supervisor._Job(supervisor._Campaign(config, out=lambda _s: None), 0)
+    argv: list[str] = []
+
+    class _StopError(Exception):
+        pass
+
+    def popen(args: list[str], **_kw: object) -> None:
+        argv.extend(args)
+        raise _StopError
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(supervisor.subprocess, "Popen", popen)
+        with pytest.raises(_StopError):
+            job._one_process(5)
+    assert f"-max_len={1 << 20}" in argv
+    assert argv.index("-len_control=0") < argv.index("-len_control=100")  # the user's flag comes last and wins
+
+
+def test_the_loader_runner_keeps_no_settings_of_its_own_from_the_environment() -> None:
+    assert not [name for name in vars(lut) if name.startswith("ENV_")]
+    assert not hasattr(lut, "from_env")
+    assert not hasattr(lut, "_import")

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import os
+import re
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from validator.fuzz import loader_under_test as lut
+from validator.fuzz import triage
 from validator.fuzz.config import CampaignConfig, LoaderSpec
 from validator.fuzz.report import loader_report
 from validator.fuzz.seeds import seed_files
 
 ONE_F32 = seed_files()["y_one_f32.safetensors"]
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _two_keyerrors(path: str) -> dict[str, bytes]:
@@ -90,3 +97,42 @@ def test_the_note_with_its_causes_follows_the_shipped_schema(tmp_path: Path) -> 
     note = json.loads((tmp_path / "crash_KeyError.json").read_text(encoding="utf-8"))
     assert sorted(note["causes"]) == ["mine.py:7 (load)", "mine.py:9 (load)"]
     Draft202012Validator(json.loads(schema.read_text(encoding="utf-8"))).validate(note)
+
+
+def _segfaulting_loader(folder: Path) -> Path:
+    """A Python loader that segfaults (through ctypes) on any input over 100 bytes, and rejects the rest."""
+    path = folder / "segloader.py"
+    path.write_text(
+        "import ctypes\n\n\ndef load(path):\n    with open(path, 'rb') as f:\n        data = f.read()\n"
+        "    if len(data) > 100:\n        ctypes.string_at(0)\n    raise ValueError('short')\n"
+    )
+    return path
+
+
+def test_a_python_stack_dumped_at_a_fatal_signal_names_the_crash_site(tmp_path: Path) -> None:
+    """faulthandler's stack (innermost first, no comma before 'in'), as a real process prints it."""
+    _segfaulting_loader(tmp_path)
+    (tmp_path / "big").write_bytes(bytes(200))
+    code = "import faulthandler, segloader; faulthandler.enable(); segloader.load('big')"
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=30, check=False
+    )
+    assert done.returncode == -signal.SIGSEGV
+    cause = triage.crash_cause(done.stderr)
+    assert cause is not None
+    assert re.fullmatch(r"__init__\.py:\d+ \(string_at\)", cause), cause  # ctypes' frame, where it died
+
+
+@pytest.mark.slow  # a real atheris campaign, some 10 s
+def test_a_crash_libfuzzer_stops_on_is_recorded_with_its_crash_site(tmp_path: Path) -> None:
+    pytest.importorskip("atheris")
+    _segfaulting_loader(tmp_path)
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "validator", "fuzz", "loader-under-test", "--loader", "segloader:load"]
+    argv += ["--seconds", "8", "--out", str(out), "--workdir", str(tmp_path / "work"), "--seeds", str(tmp_path / "x")]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    [entry] = [e for e in lut.read_findings(str(out)) if e["category"] == "crash:crash"]
+    [cause] = entry["causes"]
+    assert re.fullmatch(r"__init__\.py:\d+ \(string_at\)", cause["cause"]), cause  # not "crash"

@@ -458,3 +458,26 @@ def test_aflpp_finds_the_naive_loaders_classes_and_replay_confirms_each(tmp_path
     assert replay.returncode == 1
     for category, path in found.items():
         assert f"{path}: {category}: " in replay.stdout, (category, replay.stdout)
+
+
+@pytest.mark.skipif(shutil.which("cc") is None or shutil.which("make") is None, reason="no C compiler or make")
+def test_aflpp_judge_minimises_a_crash_whose_cause_is_new_and_keeps_the_cause(tmp_path: Path) -> None:
+    """The judge of --engine aflpp (run on a plain cc build: no afl-fuzz needed) on a crash AFL++ saved."""
+    _make(tmp_path, "planted_loader")
+    out = tmp_path / "out"
+    spec = LoaderSpec(command=f"{tmp_path / 'planted_loader'} @@", out_dir=str(out))
+    judge = aflpp._Judge(CampaignConfig("loader-under-test", engine="aflpp", loader=spec))
+    crashing = ONE_F32.replace(b'"F32","shape":[1]', b'"F16","shape":[3,2]')
+    n = int.from_bytes(crashing[:8], "little")
+    header = crashing[8 : 8 + n].replace(b"{", b'{"__metadata__":{"pad":"' + b"x" * 300 + b'"},', 1)
+    crashing = len(header).to_bytes(8, "little") + header + crashing[8 + n :] + bytes(200)
+    [(category, _)] = judge.judge(crashing, "crash")
+    assert category == "crash:signal-SIGABRT"
+    [entry] = lut.read_findings(str(out))
+    [cause] = entry["causes"]
+    kept = Path(cause["path"]).read_bytes()
+    assert len(kept) < len(crashing) - 300  # the padding went
+    assert Path(entry["path"]).read_bytes() == kept
+    found, outcome = lut.examine(judge.loader, kept)
+    assert [c for c, _ in found] == [category]
+    assert lut.cause_of(category, found[0][1], outcome) == cause["cause"]

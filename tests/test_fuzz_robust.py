@@ -161,7 +161,7 @@ def test_naive_loader_crashes_on_a_short_file_in_both(monkeypatch) -> None:
     # Before: conformance counted its struct.error as a reject, fuzz as a crash.
     monkeypatch.syspath_prepend(str(ROOT))
     short = seed_files()["n_too_small.safetensors"]
-    loader = yours.LoaderUnderTest(function=yours._import(NAIVE))
+    loader = build_loader(CampaignConfig("loader-under-test", loader=LoaderSpec(function=NAIVE)))
     assert [c for c, _ in yours.classify(loader, short)] == ["crash:struct.error"]
     sys.modules.pop("naive", None)
 
@@ -243,7 +243,7 @@ def test_replay_of_a_command_shows_its_traceback(tmp_path, capsys, monkeypatch):
 
 def test_explanations_name_the_reproducer_not_bytes(tmp_path, capsys, monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT))
-    loader = yours.LoaderUnderTest(function=yours._import(NAIVE))
+    loader = build_loader(CampaignConfig("loader-under-test", loader=LoaderSpec(function=NAIVE)))
     hole = seed_files()["n_layout_hole.safetensors"]
     yours.make_target(loader, str(tmp_path))(hole)
     [entry] = yours.read_findings(str(tmp_path))

@@ -21,6 +21,7 @@ from validator._display import escape_line, escape_path, plural
 from validator.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK
 from validator.config.install import install_hint
 from validator.config.settings import environment
+from validator.fuzz import config as fuzz_config
 from validator.fuzz.config import AFLPP, ATHERIS, PERSISTENT, CampaignConfig, LoaderSpec
 from validator.fuzz.inprocess import ALL_TARGETS, LOADER_UNDER_TEST
 from validator.harness.rejection import REJECT_EXIT
@@ -70,7 +71,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--rss-limit-mb", type=int, default=2048, help="memory limit of an engine process, in MiB (default 2048)"
     )
-    p.add_argument("--max-len", type=int, default=16384, help="largest input in bytes (default 16384)")
+    lengths = f"default {fuzz_config.OWN_MAX_LEN}; loader-under-test {fuzz_config.LOADER_MAX_LEN}, -len_control=0"
+    p.add_argument("--max-len", type=int, default=0, help=f"atheris' largest input in bytes ({lengths})")
+    rate, most = fuzz_config.BIG_RATE, fuzz_config.BIG_MAX_BYTES
+    big = "the big and deep mutations (fuzz/README.md), default %(default)s"
+    p.add_argument("--big-rate", metavar="R", type=float, default=rate, help=f"share of {big}; 0 turns them off")
+    p.add_argument("--big-max-bytes", metavar="N", type=int, default=most, help=f"largest of {big}")
     p.add_argument("--max-findings", type=int, default=10, help="stop after this many distinct findings (default 10)")
     p.add_argument("--interval", type=float, default=10.0, help="seconds between progress lines (default 10)")
     p.add_argument(
@@ -179,7 +185,9 @@ def _config(args: argparse.Namespace) -> CampaignConfig:
         seed_dirs=() if args.replay else tuple(args.seeds) or _default_seeds(),
         timeout_s=float(args.timeout),
         rss_limit_mb=args.rss_limit_mb,
-        max_len=args.max_len,
+        max_len=max(0, args.max_len),
+        big_rate=args.big_rate,
+        big_max_bytes=args.big_max_bytes,
         max_findings=args.max_findings,
         interval_s=args.interval,
         engine_args=tuple(args.engine_arg),

@@ -13,16 +13,19 @@
 #   size    the header padded to a size tier, up to the 100 MB limit and one
 #           byte past it.
 # Budget: every output is at most min(max_size, budget) bytes, where budget
-# is STCHECK_FUZZ_BIG_MAX_BYTES (default 16 MiB), and a construct that would
-# not fit is shrunk to fit before any bytes are built, so one input never
-# allocates more than a few times the budget and takes milliseconds.  The
-# family is picked for RATE of the mutations (STCHECK_FUZZ_BIG_RATE, a
-# fraction, default 0.03; 0 turns it off).
+# is the campaign's big_max_bytes (--big-max-bytes, default 16 MiB), and a
+# construct that would not fit is shrunk to fit before any bytes are built,
+# so one input never allocates more than a few times the budget and takes
+# milliseconds.  The family is picked for the campaign's big_rate of the
+# mutations (--big-rate, a fraction, default 0.03; 0 turns it off).  Both
+# come from the one configuration the campaign passes its children: the
+# child's entry (inprocess.fuzz, afl_mutator.init) hands them to configure()
+# through validator/fuzz/config.py's configure_big(); this module reads no
+# environment and imports nothing of stcheck's.
 from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import random
 import struct
 from typing import Final
@@ -30,19 +33,16 @@ from typing import Final
 __all__ = [
     "DEFAULT_BUDGET",
     "DEFAULT_RATE",
-    "ENV_BUDGET",
-    "ENV_RATE",
     "HEADER_LIMIT",
     "Plan",
     "big",
     "budget",
     "chosen",
+    "configure",
     "plan",
     "rate",
 ]
 
-ENV_RATE: Final = "STCHECK_FUZZ_BIG_RATE"
-ENV_BUDGET: Final = "STCHECK_FUZZ_BIG_MAX_BYTES"
 DEFAULT_RATE: Final = 0.03
 DEFAULT_BUDGET: Final = 16 << 20
 HEADER_LIMIT: Final = 100_000_000  # the reference's largest header
@@ -60,24 +60,23 @@ _MIX_ADD: Final = 0x5BD1E995  # a multiplicative hash: spreads consecutive seeds
 _MIX_MUL: Final = 0x9E3779B1
 
 
-def _env_float(name: str, default: float) -> float:
-    try:
-        return float(os.environ.get(name, "") or default)
-    except ValueError:
-        return default
+# The campaign's settings, set once by configure(): the mutator runs thousands of times a second.
+_SETTINGS: Final = {"rate": DEFAULT_RATE, "budget": DEFAULT_BUDGET}
+
+
+def configure(rate: float, budget: int) -> None:
+    """Use the campaign's rate (clamped to [0, 1]) and budget (at least 64 bytes) from now on."""
+    _SETTINGS.update(rate=min(max(float(rate), 0.0), 1.0), budget=max(int(budget), 64))
 
 
 def rate() -> float:
-    """The fraction of mutations this family takes (STCHECK_FUZZ_BIG_RATE, clamped to [0, 1])."""
-    return min(max(_env_float(ENV_RATE, DEFAULT_RATE), 0.0), 1.0)
+    """The fraction of mutations this family takes."""
+    return _SETTINGS["rate"]
 
 
 def budget() -> int:
-    """The largest input this family builds, in bytes (STCHECK_FUZZ_BIG_MAX_BYTES)."""
-    return max(int(_env_float(ENV_BUDGET, DEFAULT_BUDGET)), 64)
-
-
-_RATE: Final = rate()  # read once: the mutator runs thousands of times a second
+    """The largest input this family builds, in bytes."""
+    return int(_SETTINGS["budget"])
 
 
 def chosen(seed: int, share: float | None = None) -> bool:
@@ -87,7 +86,7 @@ def chosen(seed: int, share: float | None = None) -> bool:
     uses, so the family cuts across the structure-aware and byte-level
     shares alike, and small seeds are not all picked.
     """
-    threshold = _RATE if share is None else share
+    threshold = _SETTINGS["rate"] if share is None else share
     mixed = (((seed // 100) + _MIX_ADD) * _MIX_MUL) & 0xFFFFFFFF
     return (mixed >> 16) % _RATE_SCALE < threshold * _RATE_SCALE
 
@@ -195,7 +194,7 @@ def _many(rng: random.Random, count: int, room: int) -> tuple[bytes, bytes]:
 
 def big(data: bytes, max_size: int, seed: int, *, limit: int | None = None) -> bytes | None:
     """One big or deep mutation of ``data``, at most min(max_size, budget) bytes; None when nothing fits."""
-    cap = min(max_size, budget() if limit is None else limit)
+    cap = min(max_size, int(_SETTINGS["budget"]) if limit is None else limit)
     if cap < 64:
         return None
     rng = random.Random(seed)  # noqa: S311 - fuzzing, not cryptography

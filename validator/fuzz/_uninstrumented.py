@@ -25,10 +25,12 @@ NOT_INSTRUMENTED: Final = (
     "validator.fuzz.aflpp",
     "validator.fuzz.inprocess",
     "validator.fuzz.mutator",
+    "validator.fuzz._big",  # the mutator's big and deep family
     "validator.fuzz.supervisor",
     "validator.fuzz.seeds",
     "validator.fuzz.targets",
     "validator.fuzz.loader_under_test",  # the loader's runner: its branches are not the oracle's
+    "validator.fuzz.triage",  # the runner's causes and minimiser
     "validator.fuzz.persistent",
     "validator.fuzz.persistent_engine",
     "validator.harness.command",

@@ -6,7 +6,7 @@
 # call here takes the structure-aware path (decode, mutate fields, repair
 # the layout, re-encode), and an input that does not decode gets the byte
 # mutations of the header with N rewritten to fit.  The seed's upper digits
-# pick the big and deep family (validator/fuzz/_big.py) at its rate, as under
+# pick the big and deep family (validator/fuzz/_big.py) at the campaign's rate, as under
 # atheris; AFL++ passes max_size up to its file limit (1 MB unless -G), so
 # deep nesting past 100,000 levels fits.  Nothing here may raise:
 # an exception in a custom mutator stops afl-fuzz, and so does an empty
@@ -17,6 +17,7 @@ from __future__ import annotations
 import random
 from typing import Final
 
+from validator.fuzz.config import configure_big
 from validator.fuzz.mutator import STRUCTURED, byte_mutate, mutate
 
 __all__ = ["deinit", "fuzz", "fuzz_count", "init"]
@@ -25,8 +26,9 @@ _RNG: Final = random.Random()  # noqa: S311 - fuzzing, not cryptography
 
 
 def init(seed: int) -> None:
-    """Seed the mutator with the seed afl-fuzz passes."""
+    """Seed the mutator with the seed afl-fuzz passes; take the campaign's settings."""
     _RNG.seed(seed)
+    configure_big()
 
 
 def fuzz(buf: bytearray, add_buf: bytearray | None, max_size: int) -> bytearray:  # noqa: ARG001 - AFL++'s signature

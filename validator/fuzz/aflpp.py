@@ -119,6 +119,7 @@ class _Judge:
         self.loader = build_loader(config)
         self.seen: set[str] = set()  # AFL++'s files already looked at
         self.digests: set[bytes] = set()  # inputs already judged (a seed is also a queue entry)
+        self.causes: set[tuple[str, str]] = set()  # (class, cause) pairs seen in this run
         self.judged = 0
 
     def where(self, category: str) -> str:
@@ -138,7 +139,13 @@ class _Judge:
             found.append((f"{afl_kind}:not-reproduced" if afl_kind == "crash" else "hang", "afl-fuzz: " + afl_kind))
         for category, detail in found:
             cause = _fuzz_yours.cause_of(category, detail, outcome)
-            _fuzz_yours.record(self.out_dir, category, detail, data, cause=cause)
+            kept = data
+            if (category, cause) not in self.causes and not category.endswith(":not-reproduced"):
+                # A cause new to the run: its reproducer minimised, as the atheris
+                # engine's target does (a crash AFL++ alone saw cannot be replayed to shrink it).
+                kept = _fuzz_yours.shrink(self.loader, data, category, cause)
+            self.causes.add((category, cause))
+            _fuzz_yours.record(self.out_dir, category, detail, kept, cause=cause)
         return found
 
     def sweep(self, folder: str, afl_kind: str = "", until: float = float("inf")) -> int:
@@ -246,7 +253,8 @@ def _env(config: CampaignConfig, tmpdir: str | None = None, base: Mapping[str, s
         }
     )
     if config.custom_mutator:
-        env = child_env({"AFL_PYTHON_MODULE": MUTATOR_MODULE}, env)
+        # The mutator reads the campaign's settings (the big and deep family's) from its one variable.
+        env = child_env({"AFL_PYTHON_MODULE": MUTATOR_MODULE, **config.child_env()}, env)
     env.update(user)
     if "AFL_NO_AFFINITY" not in env:
         # One core for afl-fuzz and the loader: a wake-up across cores costs

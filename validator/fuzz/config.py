@@ -3,7 +3,10 @@
 # campaign resolves its folders and hands it to an engine; an engine passes
 # it to each child process it starts as ONE environment variable holding
 # its JSON (CONFIG_ENV), which the child reads back with from_env().  No
-# other setting travels by environment.  The loader the campaign fuzzes is
+# other setting travels by environment: the big and deep mutation family's
+# rate and budget too are fields here, handed to the mutator (configure_big());
+# the two variables of BIG_ENV are read only where no campaign started the
+# process (an OSS-Fuzz entry point of fuzz/ run by hand).  The loader the campaign fuzzes is
 # a LoaderSpec inside it: data only (names, a command template, limits);
 # build_loader() turns it into the runner of loader_under_test.py, in the
 # process that runs it.
@@ -11,14 +14,17 @@
 # Paths: os.path, like the rest of the package.
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import json
+import math
 import os
 import shlex
 import sys
 from typing import TYPE_CHECKING, Any, Final
 
+from validator.fuzz import _big
 from validator.harness.rejection import REJECT_EXIT
 
 if TYPE_CHECKING:
@@ -33,7 +39,9 @@ __all__ = [
     "PERSISTENT",
     "CampaignConfig",
     "LoaderSpec",
+    "big_settings",
     "build_loader",
+    "configure_big",
     "from_env",
     "replay_command",
 ]
@@ -45,6 +53,15 @@ AFLPP: Final = "aflpp"
 ENGINES: Final = (ATHERIS, PERSISTENT, AFLPP)
 AFL_INPUT: Final = "@@"
 LOADER_UNDER_TEST: Final = "loader-under-test"
+BIG_RATE: Final = _big.DEFAULT_RATE  # the share of mutations the big and deep family takes
+BIG_MAX_BYTES: Final = _big.DEFAULT_BUDGET  # the largest input it builds
+# Without a campaign's configuration only (fuzz/fuzz_*.py run by hand): the rate and the budget.
+BIG_ENV: Final = ("STCHECK_FUZZ_BIG_RATE", "STCHECK_FUZZ_BIG_MAX_BYTES")
+# Fuzzing a loader under atheris: libFuzzer hands the mutator at most
+# -max_len bytes, so the 16 KiB of stcheck's own targets would cap the big
+# family far below a deep header; -len_control=0 lets it use them at once.
+LOADER_MAX_LEN: Final = 1 << 20
+OWN_MAX_LEN: Final = 16384
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,7 +90,7 @@ class CampaignConfig:
     seed_dirs: tuple[str, ...] = ()
     timeout_s: float = 10.0  # per input
     rss_limit_mb: int = 2048
-    max_len: int = 16384
+    max_len: int = 0  # atheris' largest input; 0: the target's default (input_limit())
     max_findings: int = 10
     interval_s: float = 10.0
     engine_args: tuple[str, ...] = ()
@@ -84,6 +101,14 @@ class CampaignConfig:
     # atheris: past the deadline, an engine still running (on its seeds) is stopped:
     # the engine's own start-up (imports under atheris' hook) takes 2 to 3 s here.
     grace_s: float = 5.0
+    big_rate: float = BIG_RATE  # 0 turns the big and deep family off
+    big_max_bytes: int = BIG_MAX_BYTES
+
+    def input_limit(self) -> int:
+        """The largest input atheris hands the target: --max-len, else the target's default."""
+        if self.max_len > 0:
+            return self.max_len
+        return LOADER_MAX_LEN if self.target == LOADER_UNDER_TEST else OWN_MAX_LEN
 
     def to_json(self) -> str:
         """The value CONFIG_ENV carries to a child process."""
@@ -114,6 +139,41 @@ def from_env(environ: Mapping[str, str] | None = None) -> CampaignConfig:
         msg = f"{CONFIG_ENV} is not set: this process was not started by a stcheck fuzz campaign"
         raise ValueError(msg)
     return CampaignConfig.from_json(text)
+
+
+def big_settings(environ: Mapping[str, str] | None = None) -> tuple[float, int]:
+    """The big and deep family's (rate, budget in bytes): the campaign's, else BIG_ENV's, else the defaults.
+
+    The rate is clamped to [0, 1] and the budget to at least 64 bytes; a
+    malformed value is the default.
+    """
+    env = os.environ if environ is None else environ
+    given: tuple[object, object] = (None, None)  # a broken configuration: the defaults
+    if not env.get(CONFIG_ENV):
+        given = (env.get(BIG_ENV[0]), env.get(BIG_ENV[1]))
+    else:
+        with contextlib.suppress(ValueError):
+            config = from_env(env)
+            given = (config.big_rate, config.big_max_bytes)
+    given_rate, given_budget = given
+    rate, budget = _number(given_rate, BIG_RATE), _number(given_budget, BIG_MAX_BYTES)
+    return min(max(rate, 0.0), 1.0), max(int(budget), 64)
+
+
+def configure_big(environ: Mapping[str, str] | None = None) -> None:
+    """Hand this process's mutator the big and deep family's settings (big_settings()).
+
+    Called where a fuzzing child starts (inprocess.fuzz, afl_mutator.init).
+    """
+    _big.configure(*big_settings(environ))
+
+
+def _number(given: object, default: float) -> float:
+    try:
+        value = default if given is None or given == "" else float(given)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return default
+    return value if math.isfinite(value) else default
 
 
 def replay_argv(command: str) -> str:

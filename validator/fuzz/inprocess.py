@@ -123,9 +123,13 @@ def fuzz(target: str, argv: list[str]) -> None:
     """Run atheris on ``target`` with libFuzzer flags ``argv[1:]``; never returns."""
     import atheris  # type: ignore[import-untyped]  # no stubs published
 
+    from validator.fuzz.config import configure_big
     from validator.fuzz.mutator import mutate
 
+    configure_big()  # the campaign's settings, or (an entry point of fuzz/ run by hand) the variables'
     test, structured = resolve(target, engine=True)
+    if target == LOADER_UNDER_TEST:
+        test = _with_fault_stacks(test)
 
     def custom_mutator(data: bytes, max_size: int, seed: int) -> bytes:
         return mutate(data, max_size, seed, atheris.Mutate)
@@ -135,6 +139,25 @@ def fuzz(target: str, argv: list[str]) -> None:
     else:
         atheris.Setup(argv, test)
     atheris.Fuzz()
+
+
+def _with_fault_stacks(test: Callable[[bytes], None]) -> Callable[[bytes], None]:
+    """``test`` that, from its first input on, prints the Python stack when the process dies of a signal.
+
+    A loader that segfaults (a C extension, ctypes) stops libFuzzer with
+    "deadly signal" and no stack.  faulthandler, enabled once libFuzzer's
+    own handlers are in place (they refuse to replace another's), dumps the
+    stack and hands the signal on to them, so the engine's output names the
+    crash site (validator/fuzz/triage.py) and libFuzzer still saves the input.
+    """
+    import faulthandler
+
+    def run(data: bytes) -> None:
+        if not faulthandler.is_enabled():
+            faulthandler.enable()
+        test(data)
+
+    return run
 
 
 def signature(exc: BaseException) -> str:

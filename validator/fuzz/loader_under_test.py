@@ -25,7 +25,7 @@
 # harness process that serves many inputs over the frame protocol of
 # validator/fuzz/persistent.py; a harness that dies is a crash, one that
 # does not answer in time a hang, and the next input starts a new one.
-# ruff: noqa: PTH103, PTH105, PTH107, PTH109, PTH112, PTH118, PTH119, PTH123, PTH208
+# ruff: noqa: PTH103, PTH105, PTH107, PTH112, PTH118, PTH119, PTH123, PTH208
 # Paths: os.path and open(), like the rest of the package.
 from __future__ import annotations
 
@@ -34,7 +34,6 @@ import contextlib
 import dataclasses
 import functools
 import hashlib
-import importlib
 import json
 import os
 import re
@@ -60,14 +59,6 @@ if TYPE_CHECKING:
 
     from validator._findings import Report
 
-ENV_LOADER: Final = "STCHECK_FUZZ_LOADER"
-ENV_LOADER_CMD: Final = "STCHECK_FUZZ_LOADER_CMD"
-ENV_INPUT: Final = "STCHECK_FUZZ_LOADER_INPUT"
-ENV_OUT: Final = "STCHECK_FUZZ_LOADER_OUT"
-ENV_REJECT: Final = "STCHECK_FUZZ_LOADER_REJECT"
-ENV_REJECT_EXIT: Final = "STCHECK_FUZZ_LOADER_REJECT_EXIT"
-ENV_PERSISTENT: Final = "STCHECK_FUZZ_LOADER_PERSISTENT"
-ENV_TIMEOUT: Final = "STCHECK_FUZZ_LOADER_TIMEOUT"
 CMD_TIMEOUT_S: Final = 5.0  # below the engine's default -timeout of 10 s
 _TRACE_LINES: Final = (20, 60)  # a long traceback keeps its first and last lines
 _FLUSH_S: Final = 2.0  # how often a campaign writes the counts of causes seen again
@@ -202,43 +193,6 @@ def _their_traceback(exc: BaseException) -> str:
 def _type_name(exc: BaseException) -> str:
     cls = type(exc)
     return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
-
-
-def _import(spec: str) -> Any:  # noqa: ANN401 - whatever the user names
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not attr:
-        msg = f"{spec!r}: name a callable as module:function"
-        raise ValueError(msg)
-    obj: Any = importlib.import_module(module_name)
-    for part in attr.split("."):
-        obj = getattr(obj, part)
-    return obj
-
-
-def from_env(environ: Mapping[str, str] | None = None) -> LoaderUnderTest:
-    """The loader named by the environment (set by `stcheck fuzz loader-under-test`)."""
-    env = os.environ if environ is None else environ
-    names = tuple(filter(None, env.get(ENV_REJECT, "").split(",")))
-    if env.get(ENV_LOADER_CMD):
-        # A command's rejection types are matched by name in its traceback;
-        # nothing of the user's is imported here.
-        reject_exit = int(env.get(ENV_REJECT_EXIT) or REJECT_EXIT)
-        timeout_s = float(env.get(ENV_TIMEOUT) or CMD_TIMEOUT_S)
-        return LoaderUnderTest(
-            command=env[ENV_LOADER_CMD],
-            reject_exit=reject_exit,
-            reject_names=names,
-            persistent=env.get(ENV_PERSISTENT) == "1",
-            timeout_s=timeout_s,
-        )
-    spec = env.get(ENV_LOADER)
-    if not spec:
-        msg = f"set {ENV_LOADER}=module:function or {ENV_LOADER_CMD}='cmd {{path}}'"
-        raise ValueError(msg)
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    clean = tuple(_import(name) for name in names)
-    return LoaderUnderTest(function=_import(spec), pass_bytes=env.get(ENV_INPUT) == "bytes", clean=clean)
 
 
 def _subkind(slug: str, message: str) -> str:

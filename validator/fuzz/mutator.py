@@ -10,7 +10,7 @@
 # The header tree keeps duplicates and order: an object is an `Obj` (a list
 # of [key, value] pairs), an array a plain list.  Output never exceeds
 # max_size bytes, and the mutator never raises.  A few percent of the
-# mutations (validator/fuzz/_big.py: STCHECK_FUZZ_BIG_RATE) build big and
+# mutations (validator/fuzz/_big.py: the campaign's big_rate) build big and
 # deep headers instead: nesting far past serde_json's limit, long strings,
 # many tensors, sizes up to the 100 MB header limit, within max_size.
 # ruff: noqa: PLC0415

@@ -89,7 +89,10 @@ class _Job:
             f"-max_total_time={max(1, seconds)}",
             f"-timeout={c.engine_timeout}",
             f"-rss_limit_mb={cfg.rss_limit_mb}",
-            f"-max_len={cfg.max_len}",
+            f"-max_len={cfg.input_limit()}",
+            # A loader's inputs may be as large as -max_len from the start (the big and
+            # deep family's); libFuzzer otherwise lets them grow a few bytes at a time.
+            *(["-len_control=0"] if cfg.target == LOADER_UNDER_TEST else []),
             f"-artifact_prefix={art}",
             "-print_final_stats=1",
             f"-seed={c.seed(self.index)}",
@@ -229,12 +232,15 @@ class _Campaign:
         cfg = self.config
         if cfg.target == LOADER_UNDER_TEST:  # the user's loader hung, ran out of memory or died
             from validator.fuzz import loader_under_test as _fuzz_yours
+            from validator.fuzz import triage
 
             out_dir = self.out_dir
             category = {"timeout": "hang", "oom": "out-of-memory"}.get(kind, f"crash:{sig}")
             with open(artifact, "rb") as f:
                 data = f.read()
-            _fuzz_yours.record(out_dir, category, sig, data, cause=sig)
+            # The crash site the engine's output names (a stack, a sanitizer's report), else the signal.
+            cause = (triage.crash_cause(output) if kind == "crash" else None) or sig
+            _fuzz_yours.record(out_dir, category, sig, data, cause=cause)
             path = _fuzz_yours.reproducer_path(out_dir, category)
             reproduce = replay_command(cfg, path, hang=kind == "timeout")
             return Finding(kind, sig, path, len(data), reproduce)

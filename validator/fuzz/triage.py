@@ -14,7 +14,9 @@
 #   2. UBSan without a stack: the first `file:line: runtime error: kind`;
 #   3. C++'s terminate handler: the type of the uncaught exception;
 #   4. a sanitizer's SUMMARY line, addresses written 0x?;
-#   5. the innermost frame of a Python traceback (file:line (function)).
+#   5. the innermost frame of a Python traceback (file:line (function)), or
+#      of the stack faulthandler prints when Python dies of a signal (most
+#      recent call first).
 # Nothing matches: the caller falls back to the signal or exit.
 #
 # Minimisation.  A bounded delta-debugging pass over one reproducer: header
@@ -55,6 +57,10 @@ _SANITIZER: Final = re.compile(r"SUMMARY: (\w*Sanitizer: [^\n]*)")
 _ERROR_KIND: Final = re.compile(r"(\w*Sanitizer): ([\w-]+)")
 _SIGNAL: Final = re.compile(r"\b(SIG[A-Z]+)\b")
 _PY_FRAME: Final = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
+_FAULT_FRAME: Final = re.compile(r'^\s+File "([^"]+)", line (\d+) in (\S+)', re.MULTILINE)
+_FAULT_STACK: Final = re.compile(
+    r"^(?:Current thread|Thread) 0x[0-9a-fA-F]+ \(most recent call first\):$", re.MULTILINE
+)
 _ADDRESS: Final = re.compile(r"0x[0-9a-fA-F]+")
 _UNSYMBOLISED: Final = re.compile(r"^\(\S*\+0x[0-9a-fA-F]+\)$|^<unknown")
 _HASH_SUFFIX: Final = re.compile(r"\.(?:isra|constprop|part|cold|lto_priv)\.\d+")
@@ -122,6 +128,9 @@ def crash_cause(trace: str) -> str | None:
     if m is not None:
         return _ADDRESS.sub("0x?", m.group(1).strip())[:160]
     py = _PY_FRAME.findall(trace)
+    stack = _FAULT_STACK.search(trace)
+    if not py and stack is not None:  # faulthandler: the innermost frame comes first
+        py = _FAULT_FRAME.findall(trace, stack.end())[:1]
     if py:
         file, line, function = py[-1]
         return f"{os.path.basename(file)}:{line} ({function})"
