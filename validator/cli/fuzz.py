@@ -7,9 +7,8 @@
 # needs them, and a missing engine is a usage error (exit 2) that says how
 # to install it.
 # ruff: noqa: PLC0415, PTH100, PTH118, T201
-# Lazy imports: the campaign, its engines and the oracle load only when a command runs.
-# Paths: os.path, like the rest of the package.
-# A command-line module prints.
+# (lazy imports: the campaign and its engines load only when a command runs;
+# paths are os.path, as in the rest of the package; a command line prints.)
 from __future__ import annotations
 
 import functools
@@ -31,6 +30,7 @@ if TYPE_CHECKING:
 
     from validator.fuzz.engine import Problem
 
+__all__ = ["EXPORT", "register", "run"]
 _OWN_TARGETS = tuple(t for t in ALL_TARGETS if t != LOADER_UNDER_TEST)
 EXPORT = "export"
 

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     import random
     from collections.abc import Callable, Sequence
 
+__all__ = ["COMPRESSORS", "magic", "mutate_named", "npy_bytes", "tar_bytes", "zip_bytes", "zip_members"]
+
 # -- containers ----------------------------------------------------------------------------
 _EPOCH: Final = (1980, 1, 1, 0, 0, 0)
 COMPRESSORS: Final[dict[str, tuple[Callable[[bytes], bytes], Callable[[bytes], bytes]]]] = {

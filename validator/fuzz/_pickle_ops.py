@@ -11,6 +11,22 @@ from typing import TYPE_CHECKING, Final
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+__all__ = [
+    "LENGTHS",
+    "MAX_INNER",
+    "OPCODES",
+    "Op",
+    "assemble",
+    "bytes_op",
+    "call_ops",
+    "disassemble",
+    "global_ops",
+    "int_op",
+    "op",
+    "stream",
+    "text_op",
+]
+
 # -- the opcode table ----------------------------------------------------------------------
 # argument layouts: "" none; "1" "2" "4" "8" fixed bytes; "line" one text line;
 # "lines" two; "n1" "n4" "n8" a little-endian length then that many bytes.

@@ -17,6 +17,8 @@ from validator.fuzz._pickle_containers import COMPRESSORS, npy_bytes, tar_bytes,
 from validator.fuzz._pickle_ops import assemble, bytes_op, call_ops, global_ops, int_op, op, stream, text_op
 from validator.fuzz._pickle_streams import nested
 
+__all__ = ["seed_files"]
+
 
 # -- seeds ---------------------------------------------------------------------------------
 def _state_dict(protocol: int, tensor_global: tuple[str, str] = ("torch._utils", "_rebuild_tensor_v2")) -> bytes:

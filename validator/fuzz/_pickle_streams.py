@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     import random
     from collections.abc import Sequence
 
+__all__ = ["ALLOWED_NAMES", "HARMLESS_NAMES", "bytes_mutation", "mutate_stream", "nested", "payload"]
+
 # Globals the mutator names: allowed ones (so that mutants stay near "clean"),
 # near-misses of them, and harmless callables off the allowlists.
 ALLOWED_NAMES: Final = (

@@ -34,6 +34,23 @@ if TYPE_CHECKING:
 
     from hypothesis.strategies import SearchStrategy
 
+__all__ = [
+    "ALL_TARGETS",
+    "BOOT",
+    "HYPOTHESIS",
+    "LOADER_UNDER_TEST",
+    "STRATEGY_NAMES",
+    "as_bytes",
+    "failure",
+    "file_strategy",
+    "fuzz",
+    "hypothesis_target",
+    "minimise",
+    "replay",
+    "resolve",
+    "signature",
+]
+
 HYPOTHESIS: Final = "hypothesis"
 LOADER_UNDER_TEST: Final = "loader-under-test"
 ALL_TARGETS: Final = (*TARGETS, HYPOTHESIS, LOADER_UNDER_TEST)

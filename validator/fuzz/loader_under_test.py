@@ -59,6 +59,26 @@ if TYPE_CHECKING:
 
     from validator._findings import Report
 
+__all__ = [
+    "CMD_TIMEOUT_S",
+    "DESCRIPTIONS",
+    "LoaderUnderTest",
+    "Outcome",
+    "add_counts",
+    "category_file",
+    "cause_of",
+    "cause_path",
+    "classify",
+    "count_findings",
+    "examine",
+    "make_target",
+    "read_findings",
+    "read_note",
+    "record",
+    "reproducer_path",
+    "shrink",
+]
+
 CMD_TIMEOUT_S: Final = 5.0  # below the engine's default -timeout of 10 s
 _TRACE_LINES: Final = (20, 60)  # a long traceback keeps its first and last lines
 _FLUSH_S: Final = 2.0  # how often a campaign writes the counts of causes seen again

@@ -28,6 +28,8 @@ from validator.fuzz import _big
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+__all__ = ["HEADER_BYTES", "STRUCTURED", "ByteMutator", "Node", "Obj", "byte_mutate", "mutate", "reductions"]
+
 # A JSON tree that mutations deliberately make ill-typed (a shape that is a
 # string, an entry that is an array): the tree is Any on purpose.
 Node: TypeAlias = Any

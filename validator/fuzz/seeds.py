@@ -16,6 +16,8 @@ from typing import Final
 
 from validator._dtypes import DTYPE_BITS
 
+__all__ = ["build", "dictionary_text", "dictionary_tokens", "seed_files", "write"]
+
 _PAD_TO: Final = 8
 
 

@@ -39,6 +39,30 @@ if TYPE_CHECKING:
 
     from validator._findings import Report
 
+__all__ = [
+    "FUZZ_TARGETS",
+    "LOAD",
+    "SAMPLE_EVERY",
+    "TARGETS",
+    "TIME_LIMIT_S",
+    "InvariantError",
+    "check_report",
+    "fuzz_differential",
+    "fuzz_validate",
+    "numpy_representable",
+    "numpy_views",
+    "package_loader",
+    "reference_class",
+    "reference_load",
+    "serialise",
+    "target_differential",
+    "target_loader",
+    "target_roundtrip",
+    "target_validate",
+    "tensor_bytes",
+    "tie_classes",
+]
+
 # A single input that takes longer than this is a finding even where the
 # engine's own -timeout is larger (the validator reads at most 8 + N bytes).
 TIME_LIMIT_S: Final = 10.0
