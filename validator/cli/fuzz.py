@@ -179,7 +179,7 @@ def _config(args: argparse.Namespace) -> CampaignConfig:
         target=args.target,
         seconds=args.seconds,
         engine=AFLPP if args.engine == AFLPP else PERSISTENT if args.persistent else ATHERIS,
-        jobs=max(1, args.jobs),
+        jobs=args.jobs,
         workdir=args.workdir or "",
         regressions=args.regressions,
         seed_dirs=() if args.replay else tuple(args.seeds) or _default_seeds(),

@@ -74,8 +74,31 @@ def own_targets() -> tuple[str, ...]:
     return tuple(t for t in ALL_TARGETS if t != LOADER_UNDER_TEST and (t != HYPOTHESIS or has_strategies()))
 
 
+def _range_problem(config: CampaignConfig) -> str | None:
+    # A value out of range is refused, never clamped or read as "the default".
+    checks = (
+        ("--seconds", config.seconds, 0, "more than 0", False),
+        ("--jobs", config.jobs, 1, "at least 1", True),
+        ("--timeout", config.timeout_s, 0, "more than 0", False),
+        ("--interval", config.interval_s, 0, "more than 0", False),
+        ("--rss-limit-mb", config.rss_limit_mb, 0, "0 (no limit) or more", True),
+        ("--max-len", config.max_len, 0, "0 (the target's default) or more", True),
+        ("--max-findings", config.max_findings, 1, "at least 1", True),
+        ("--big-max-bytes", config.big_max_bytes, 64, "at least 64", True),
+    )
+    for flag, value, least, wording, inclusive in checks:
+        if not (value >= least if inclusive else value > least):
+            return f"{flag} must be {wording} (got {value:g})"
+    if not 0 <= config.big_rate <= 1:
+        return f"--big-rate must be between 0 (off) and 1 (got {config.big_rate:g})"
+    return None
+
+
 def options_problem(config: CampaignConfig) -> str | None:
     """Why the options do not fit together (before anything runs), or None."""
+    problem = _range_problem(config)
+    if problem is not None:
+        return problem
     spec = config.loader
     if config.target != LOADER_UNDER_TEST:
         if config.engine != ATHERIS:
