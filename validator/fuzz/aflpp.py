@@ -125,8 +125,11 @@ class _Judge:
     def where(self, category: str) -> str:
         return _fuzz_yours.reproducer_path(self.out_dir, category)
 
-    def judge(self, data: bytes, afl_kind: str = "") -> list[tuple[str, str]]:
-        """Classify one input and record its problems; ``afl_kind`` is 'crash' or 'hang' for AFL++'s own."""
+    def judge(self, data: bytes, afl_kind: str = "", *, shrink: bool = True) -> list[tuple[str, str]]:
+        """Classify one input and record its problems; ``afl_kind`` is 'crash' or 'hang' for AFL++'s own.
+
+        ``shrink=False`` keeps a new cause's input as it is (a seed: the
+        user's own file, and minimising it would spend the seed phase)."""
         digest = hashlib.sha1(data, usedforsecurity=False).digest()
         if digest in self.digests and not afl_kind:
             return []
@@ -140,7 +143,7 @@ class _Judge:
         for category, detail in found:
             cause = _fuzz_yours.cause_of(category, detail, outcome)
             kept = data
-            if (category, cause) not in self.causes and not category.endswith(":not-reproduced"):
+            if shrink and (category, cause) not in self.causes and not category.endswith(":not-reproduced"):
                 # A cause new to the run: its reproducer minimised, as the atheris
                 # engine's target does (a crash AFL++ alone saw cannot be replayed to shrink it).
                 kept = _fuzz_yours.shrink(self.loader, data, category, cause)
@@ -201,7 +204,7 @@ def _prepare_seeds(
         # Judged now (one process each, the oracle beside it): the seed's
         # queue entry is then not judged again, and a crashing or hanging
         # seed stays out of afl-fuzz's folder.
-        if any(category.startswith(("crash:", "hang")) for category, _ in judge.judge(data)):
+        if any(category.startswith(("crash:", "hang")) for category, _ in judge.judge(data, shrink=False)):
             continue
         with open(os.path.join(folder, name), "wb") as f:
             f.write(data)
