@@ -275,8 +275,13 @@ def test_the_page_and_the_json_carry_each_loaders_findings():
             "stcheck: --cluster runs the fuzz campaigns: give --fuzz-seconds N too",
         ),
         (["--fuzz-seconds", "-1"], "stcheck: --fuzz-seconds must be 0 (off) or more"),
+        (
+            # refused before the corpus runs, not after the whole matrix
+            ["--fuzz-seconds", "1", "--cluster", "bogus://x", "--out", "X"],
+            "stcheck: --cluster bogus://x: expected tcp://HOST:PORT of a Dask scheduler, or local:N",
+        ),
     ],
-    ids=["no-out", "cluster-alone", "negative"],
+    ids=["no-out", "cluster-alone", "negative", "bad-cluster"],
 )
 def test_fuzz_usage_errors(argv, message, capsys):
     assert main(["conformance", *argv]) == 2

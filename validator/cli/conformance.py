@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import fnmatch
+import importlib.util
 import json
 import os
 import shlex
@@ -252,6 +253,18 @@ def _fuzz_usage(args: argparse.Namespace) -> str | None:
         return "--fuzz-seconds fuzzes the matrix's loaders: not with --impl or --from-jsonl"
     if args.fuzz_seconds and not args.out:
         return "--fuzz-seconds needs --out DIR: the reproducers are saved beside the report"
+    if args.cluster:
+        # Checked before the corpus runs: a misspelt address must not cost the whole matrix first.
+        from validator.pipeline.cluster import ClusterError, parse_address  # noqa: PLC0415 - only on a cluster
+
+        try:
+            parse_address(args.cluster)
+        except ClusterError as exc:
+            return str(exc)
+        if args.cluster.startswith("local:") and importlib.util.find_spec("distributed") is None:
+            from validator.config.install import install_hint  # noqa: PLC0415 - only on this error path
+
+            return f"--cluster needs Dask: {install_hint('cluster')}"
     return None
 
 
