@@ -141,7 +141,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The reference C harnesses, built as fuzz/README.md says (AFL++ builds where afl-cc exists)."""
     if NO_CC:
         pytest.skip("no C compiler or make")
-    out = tmp_path_factory.mktemp("h")
+    # A folder that does not exist yet, as /tmp/h is on a fresh machine: make creates it.
+    out = tmp_path_factory.mktemp("built") / "h"
     goals = ["plain"] if NO_AFL else ["plain", "afl"]
     subprocess.run(
         ["make", "-s", "-C", str(HARNESS_DIR), f"OUT={out}", *goals],
