@@ -6,14 +6,14 @@
 # both go through it, so a combination is refused in the same words by each.
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     import argparse
 
     from validator.pipeline.signatures import SignatureOptions
 
-__all__ = ["FLAGS", "flag_message", "signature_options"]
+__all__ = ["FLAGS", "flag_message", "signature_fields", "signature_options"]
 
 # field of validator.pipeline.signatures.KeyOptions -> the flag that sets it
 FLAGS: Final = {
@@ -38,16 +38,21 @@ def flag_message(exc: BaseException) -> str:
     return str(exc)
 
 
+def signature_fields(args: argparse.Namespace) -> dict[str, Any]:
+    """The signature flags (validator.cli.options.add_signature_options), by the library's field names."""
+    return {
+        "public_key": args.public_key,
+        "certificate_chain": tuple(args.certificate_chain),
+        "identity": args.identity,
+        "issuer": args.issuer,
+        "trust_config": args.trust_config,
+        "signature": args.signature,
+        "ignore_paths": tuple(args.ignore_paths),
+    }
+
+
 def signature_options(args: argparse.Namespace) -> SignatureOptions:
-    """The signature flags (validator.cli.options.add_signature_options) as the library takes them."""
+    """The signature flags as the library takes them."""
     from validator.pipeline.signatures import SignatureOptions  # noqa: PLC0415 - only with a signature flag
 
-    return SignatureOptions(
-        public_key=args.public_key,
-        certificate_chain=tuple(args.certificate_chain),
-        identity=args.identity,
-        issuer=args.issuer,
-        trust_config=args.trust_config,
-        signature=args.signature,
-        ignore_paths=tuple(args.ignore_paths),
-    )
+    return SignatureOptions(**signature_fields(args))

@@ -22,7 +22,7 @@ import time
 from typing import TYPE_CHECKING, Final
 
 from validator._display import escape_line, plural
-from validator.cli.keys import flag_message
+from validator.cli.keys import flag_message, signature_fields
 from validator.cli.options import (
     add_remote_options,
     add_scale_options,
@@ -222,13 +222,7 @@ def options_of(args: argparse.Namespace) -> VetOptions:
         sha256=args.sha256,
         checksums=args.checksums,
         hf_cache=args.hf_cache,
-        public_key=args.public_key,
-        certificate_chain=tuple(args.certificate_chain),
-        signature=args.signature,
-        identity=args.identity,
-        issuer=args.issuer,
-        trust_config=args.trust_config,
-        ignore_paths=tuple(args.ignore_paths),
+        **signature_fields(args),
         jobs=args.jobs,
         cache=args.cache,
         cluster=args.cluster,
